@@ -1,0 +1,257 @@
+//! Command-line parsing and dispatch.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::demo;
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::toy::{self, ToyConfig};
+
+/// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
+#[derive(Debug, Parser)]
+#[command(name = "sgmcmc", version, about)]
+pub struct Cli {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// SGLD vs cyclical SGLD on the 2-D 9-mode target: mode masses against the exact ones (no data needed).
+    Demo(DemoArgs),
+    /// Run a sampler on an analytic toy target.
+    Toy(ToyArgs),
+}
+
+/// Options of `sgmcmc demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Run directory.
+    #[arg(long, default_value = "runs/demo")]
+    pub out: PathBuf,
+    /// Run seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where chains run: host (f64 fast path) or a tensor backend.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Host)]
+    pub device: DeviceChoice,
+    /// Iterations per chain (the paper runs one chain for 2e5; we run 8 longer chains so the
+    /// Monte Carlo errors are small enough to compare the samplers).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub iters: u64,
+    /// Independent chains per sampler.
+    #[arg(long, default_value_t = 8)]
+    pub chains: usize,
+    /// Keep every `thin`-th sample.
+    #[arg(long, default_value_t = 10)]
+    pub thin: u64,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Options of `sgmcmc toy`.
+#[derive(Debug, Args)]
+pub struct ToyArgs {
+    /// Print every target, sampler and preset name and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Start from a named preset (the papers' settings).
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// TOML config file (fields of the run's config.toml); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Target name.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Sampler name.
+    #[arg(long)]
+    pub sampler: Option<String>,
+    /// Number of independent chains.
+    #[arg(long)]
+    pub chains: Option<usize>,
+    /// Iterations per chain.
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// Run seed.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Where chains run.
+    #[arg(long, value_enum)]
+    pub device: Option<DeviceChoice>,
+    /// Learning rate (peak for cyclical samplers).
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Temperature.
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Burn-in steps.
+    #[arg(long)]
+    pub burn_in: Option<u64>,
+    /// Thinning.
+    #[arg(long)]
+    pub thin: Option<u64>,
+    /// Run directory (default runs/toy-TARGET-SAMPLER-sSEED).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Parses `args` and runs the command.
+pub fn dispatch<I, T>(args: I) -> Result<(), AppError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                print!("{e}");
+                return Ok(());
+            }
+            let first = e.to_string();
+            let line = first
+                .lines()
+                .next()
+                .unwrap_or("bad usage")
+                .trim_start_matches("error: ");
+            return Err(AppError::Usage(format!("{line} (see --help)")));
+        }
+    };
+    match cli.command {
+        Command::Demo(a) => demo::run(&a),
+        Command::Toy(a) => run_toy(&a),
+    }
+}
+
+/// Resolves defaults < preset < config file < flags.
+pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
+    let mut cfg = match &a.preset {
+        Some(name) => toy::preset(name).ok_or_else(|| {
+            let known: Vec<&str> = toy::PRESET_NAMES.iter().map(|p| p.0).collect();
+            AppError::Usage(format!(
+                "unknown preset `{name}` (known: {})",
+                known.join(", ")
+            ))
+        })?,
+        None => ToyConfig::default(),
+    };
+    if let Some(path) = &a.config {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AppError::Input(format!("cannot read config {}: {e}", path.display())))?;
+        cfg = merge_toml(&cfg, &text).map_err(|e| {
+            AppError::Input(format!(
+                "malformed config {}: {}",
+                path.display(),
+                e.replace('\n', " ")
+            ))
+        })?;
+    }
+    macro_rules! set {
+        ($($field:ident),*) => { $( if let Some(v) = &a.$field { cfg.$field = v.clone(); } )* };
+    }
+    set!(
+        target,
+        sampler,
+        chains,
+        iters,
+        seed,
+        device,
+        lr,
+        temperature,
+        thin
+    );
+    if let Some(b) = a.burn_in {
+        cfg.burn_in = Some(b);
+    }
+    Ok(cfg)
+}
+
+/// Overlays the keys of a TOML document on `base` (unknown keys are errors).
+fn merge_toml(base: &ToyConfig, text: &str) -> Result<ToyConfig, String> {
+    let overlay: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut merged = toml::Table::try_from(base).map_err(|e| e.to_string())?;
+    for (k, v) in overlay {
+        merged.insert(k, v);
+    }
+    merged
+        .try_into()
+        .map_err(|e: toml::de::Error| e.to_string())
+}
+
+fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
+    if a.list {
+        print_list();
+        return Ok(());
+    }
+    let cfg = toy_config(a)?;
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "runs/toy-{}-{}-s{}",
+            cfg.target, cfg.sampler, cfg.seed
+        ))
+    });
+    let outcome = toy::run_toy(&cfg, !a.quiet)?;
+    let summary = toy::report::summarize(&cfg, &outcome)?;
+    toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;
+    println!(
+        "{} on {}: {} chains x {} iters in {:.2} s ({:.0} chain-steps/s)",
+        cfg.sampler,
+        cfg.target,
+        cfg.chains,
+        cfg.iters,
+        summary.wall_seconds,
+        summary.chain_steps_per_second
+    );
+    if let (Some(m), Some(e), Some(l1)) = (
+        &summary.mode_masses,
+        &summary.exact_mode_masses,
+        summary.mode_mass_l1,
+    ) {
+        println!(
+            "mode masses {:?}",
+            m.iter()
+                .map(|v| (v * 1000.0).round() / 1000.0)
+                .collect::<Vec<_>>()
+        );
+        println!(
+            "exact       {:?}",
+            e.iter()
+                .map(|v| (v * 1000.0).round() / 1000.0)
+                .collect::<Vec<_>>()
+        );
+        println!("L1 error {l1:.3}");
+    }
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+fn print_list() {
+    println!("targets:");
+    for (n, d) in sgmcmc_samplers::target::toy::TARGET_NAMES {
+        println!("  {n:<18} {d}");
+    }
+    println!("samplers:");
+    for (n, d) in toy::SAMPLER_NAMES {
+        println!("  {n:<18} {d}");
+    }
+    println!("presets:");
+    for (n, d) in toy::PRESET_NAMES {
+        println!("  {n:<26} {d}");
+    }
+}

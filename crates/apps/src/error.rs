@@ -1,0 +1,43 @@
+//! Application errors and their exit codes.
+
+use sgmcmc_samplers::{SamplerError, TargetError};
+use thiserror::Error;
+
+/// What can go wrong in a command.
+#[derive(Debug, Error)]
+pub enum AppError {
+    /// Bad command line, config or hyper-parameter (exit code 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Unreadable or malformed input file (exit code 2).
+    #[error("{0}")]
+    Input(String),
+    /// The run itself failed, e.g. a chain diverged (exit code 1).
+    #[error("{0}")]
+    Run(String),
+}
+
+impl AppError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Usage(_) | Self::Input(_) => 2,
+            Self::Run(_) => 1,
+        }
+    }
+}
+
+impl From<SamplerError> for AppError {
+    fn from(e: SamplerError) -> Self {
+        match e {
+            SamplerError::Diverged { .. } => Self::Run(e.to_string()),
+            _ => Self::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<TargetError> for AppError {
+    fn from(e: TargetError) -> Self {
+        Self::Usage(e.to_string())
+    }
+}

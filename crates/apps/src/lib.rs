@@ -1,0 +1,51 @@
+//! The `sgmcmc` command-line application: experiment configs, runners, reports and plots.
+//!
+//! Only this crate prints, parses arguments or draws; the libraries return values and typed
+//! errors. Exit codes: 0 success, 2 bad usage or input, 1 a run that failed (e.g. divergence).
+
+pub mod cli;
+pub mod demo;
+pub mod device;
+pub mod error;
+pub mod output;
+pub mod plot;
+pub mod progress;
+pub mod toy;
+
+use std::ffi::OsString;
+
+pub use error::AppError;
+
+/// Runs the CLI on `args` (including the program name) and returns the process exit code.
+/// Errors are printed as one line on stderr.
+pub fn run<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()));
+        eprintln!(
+            "error: internal error{}: {}",
+            place.unwrap_or_default(),
+            msg.replace('\n', " ")
+        );
+    }));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cli::dispatch(args)));
+    match outcome {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => {
+            eprintln!("error: {}", e.to_string().replace('\n', " "));
+            e.exit_code()
+        }
+        Err(_) => 1,
+    }
+}

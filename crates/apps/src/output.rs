@@ -1,0 +1,76 @@
+//! Run directories and atomic file writes (temp file + rename: nothing is left half-written).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::AppError;
+
+/// Creates the run directory.
+pub fn run_dir(path: &Path) -> Result<PathBuf, AppError> {
+    fs::create_dir_all(path).map_err(|e| {
+        AppError::Input(format!(
+            "cannot create output directory {}: {e}",
+            path.display()
+        ))
+    })?;
+    Ok(path.to_path_buf())
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
+    let tmp = temp_path(path);
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        AppError::Run(format!("cannot write {}: {e}", path.display()))
+    })
+}
+
+/// A sibling temp path for atomic writes of files produced by other writers (e.g. plots).
+pub fn temp_path(path: &Path) -> PathBuf {
+    // Keep the extension last: plot backends pick the image format from it.
+    let stem = path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match path.extension() {
+        Some(ext) => path.with_file_name(format!(".{stem}.tmp.{}", ext.to_string_lossy())),
+        None => path.with_file_name(format!(".{stem}.tmp")),
+    }
+}
+
+/// Moves a finished temp file into place.
+pub fn commit(tmp: &Path, path: &Path) -> Result<(), AppError> {
+    fs::rename(tmp, path)
+        .map_err(|e| AppError::Run(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Writes a value as pretty JSON, atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), AppError> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| AppError::Run(e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// Writes a value as TOML, atomically.
+pub fn write_toml(path: &Path, value: &impl serde::Serialize) -> Result<(), AppError> {
+    let text = toml::to_string_pretty(value).map_err(|e| AppError::Run(e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// Writes rows as CSV with a header, atomically.
+pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<f64>]) -> Result<(), AppError> {
+    let mut text = header.join(",");
+    text.push('\n');
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|v| format!("{v}")).collect();
+        text.push_str(&cells.join(","));
+        text.push('\n');
+    }
+    write_atomic(path, text.as_bytes())
+}

@@ -1,0 +1,18 @@
+//! Progress bars for long runs (hidden when stderr is not a terminal).
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A progress bar over `total` steps, or a hidden one for short runs (< ~1 s of work).
+pub fn bar(total: u64, label: &str, show: bool) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(total);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>14} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    pb.set_message(label.to_string());
+    pb
+}

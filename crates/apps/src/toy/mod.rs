@@ -1,0 +1,10 @@
+//! `sgmcmc toy`: samplers on the papers' analytic targets.
+
+pub mod config;
+pub mod presets;
+pub mod report;
+pub mod run;
+
+pub use config::{Init, SAMPLER_NAMES, ToyConfig};
+pub use presets::{PRESET_NAMES, preset};
+pub use run::{ToyOutcome, run_toy};

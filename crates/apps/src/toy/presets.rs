@@ -1,0 +1,127 @@
+//! Named toy presets: the papers' settings, and scaled-down variants that run in seconds.
+
+use super::config::{Init, ToyConfig};
+
+/// Every preset with a one-line description.
+pub const PRESET_NAMES: &[(&str, &str)] = &[
+    (
+        "nine-mode-sgld",
+        "9-mode target, SGLD lr 1e-3, 2e5 iterations (CSGLD sec. 4.1 / D.3)",
+    ),
+    (
+        "nine-mode-cycsgld",
+        "9-mode target, cycSGLD lr0 5e-3, 20 cycles, 2e5 iterations (D.3)",
+    ),
+    (
+        "twenty-five-mode-sgld",
+        "25-mode target, SGLD x P5, lr 3e-3, 8e4 iterations (E.4.2)",
+    ),
+    (
+        "twenty-five-mode-cycsgld",
+        "25-mode target, cycSGLD x T5 (4e5 iterations), lr0 3e-3 (E.4.2)",
+    ),
+    (
+        "mixture-csgld-sgld",
+        "0.4 N(-6,1) + 0.6 N(4,1), SGLD lr 0.1, 1e7 iterations (CSGLD 4.1)",
+    ),
+    (
+        "bimodal-sgld",
+        "two modes with a low barrier, SGLD lr 0.01, 8 chains x 2e5 iterations",
+    ),
+    (
+        "gaussian-sgld",
+        "10-d Gaussian, SGLD lr 0.2, 1000 chains: exact discretised covariance",
+    ),
+    (
+        "rugged-sgld-high",
+        "rugged landscape, SGLD tau 20, lr 5e-5, 1e5 iterations (F.1)",
+    ),
+    (
+        "rugged-psgld",
+        "rugged landscape, pSGLD tau 2 (a 0.999, lambda 0.1), 1e5 iterations (F.1)",
+    ),
+];
+
+/// The preset `name` applied on top of the defaults.
+pub fn preset(name: &str) -> Option<ToyConfig> {
+    let base = ToyConfig::default();
+    let c = match name {
+        "nine-mode-sgld" => ToyConfig {
+            target: "nine-mode".into(),
+            sampler: "sgld".into(),
+            iters: 200_000,
+            lr: 1e-3,
+            ..base
+        },
+        "nine-mode-cycsgld" => ToyConfig {
+            target: "nine-mode".into(),
+            sampler: "cycsgld".into(),
+            iters: 200_000,
+            lr: 5e-3,
+            cycles: 20,
+            ..base
+        },
+        "twenty-five-mode-sgld" => ToyConfig {
+            target: "twenty-five-mode".into(),
+            sampler: "sgld".into(),
+            chains: 5,
+            iters: 80_000,
+            lr: 3e-3,
+            ..base
+        },
+        "twenty-five-mode-cycsgld" => ToyConfig {
+            target: "twenty-five-mode".into(),
+            sampler: "cycsgld".into(),
+            iters: 400_000,
+            lr: 3e-3,
+            cycles: 20,
+            ..base
+        },
+        "mixture-csgld-sgld" => ToyConfig {
+            target: "mixture-csgld".into(),
+            sampler: "sgld".into(),
+            iters: 10_000_000,
+            lr: 0.1,
+            thin: 10,
+            init: Init::Point(vec![0.0]),
+            ..base
+        },
+        "bimodal-sgld" => ToyConfig {
+            target: "bimodal".into(),
+            sampler: "sgld".into(),
+            chains: 8,
+            iters: 200_000,
+            lr: 0.01,
+            ..base
+        },
+        "gaussian-sgld" => ToyConfig {
+            target: "gaussian".into(),
+            sampler: "sgld".into(),
+            chains: 1000,
+            iters: 2_000,
+            lr: 0.2,
+            init: Init::Point(vec![0.0; 10]),
+            ..base
+        },
+        "rugged-sgld-high" => ToyConfig {
+            target: "rugged".into(),
+            sampler: "sgld".into(),
+            iters: 100_000,
+            lr: 5e-5,
+            temperature: 20.0,
+            ..base
+        },
+        "rugged-psgld" => ToyConfig {
+            target: "rugged".into(),
+            sampler: "psgld".into(),
+            iters: 100_000,
+            lr: 5e-5,
+            temperature: 2.0,
+            psgld_alpha: 0.999,
+            psgld_lambda: 0.1,
+            ..base
+        },
+        _ => return None,
+    };
+    Some(c)
+}

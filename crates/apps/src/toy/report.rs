@@ -1,0 +1,144 @@
+//! Summaries and run-directory outputs of a toy run.
+
+use std::path::Path;
+
+use serde::Serialize;
+use sgmcmc_samplers::diagnostics::{ess, split_rhat};
+use sgmcmc_samplers::target::toy::quadrature;
+
+use super::config::ToyConfig;
+use super::run::ToyOutcome;
+use crate::error::AppError;
+use crate::{output, plot};
+
+/// `summary.json` of a toy run (the CLI contract's fields first).
+#[derive(Clone, Debug, Serialize)]
+pub struct ToySummary {
+    /// Sampler name.
+    pub sampler: String,
+    /// Target name.
+    pub target: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Device (`host` for the f64 fast path).
+    pub device: String,
+    /// Wall time of the sampling loop.
+    pub wall_seconds: f64,
+    /// Sampler steps per second (each step moves every chain).
+    pub steps_per_second: f64,
+    /// Chain-steps per second (`steps_per_second * chains`).
+    pub chain_steps_per_second: f64,
+    /// Number of chains.
+    pub chains: usize,
+    /// Iterations per chain.
+    pub iters: u64,
+    /// Collected samples per chain.
+    pub samples_per_chain: usize,
+    /// Sample mean.
+    pub mean: Vec<f64>,
+    /// Exact mean by quadrature (1-D and 2-D targets).
+    pub exact_mean: Option<Vec<f64>>,
+    /// Mode labels.
+    pub mode_labels: Option<Vec<String>>,
+    /// Fraction of samples in each mode.
+    pub mode_masses: Option<Vec<f64>>,
+    /// Monte Carlo standard error of each mode mass (`sd / sqrt(ESS)`).
+    pub mode_mass_se: Option<Vec<f64>>,
+    /// Exact mode masses by quadrature at the run's temperature.
+    pub exact_mode_masses: Option<Vec<f64>>,
+    /// `sum_i |mode_masses_i - exact_i|`.
+    pub mode_mass_l1: Option<f64>,
+    /// Split R-hat of the first coordinate across chains.
+    pub rhat_x0: f64,
+    /// Effective sample size of the first coordinate.
+    pub ess_x0: f64,
+}
+
+/// Builds the summary of an outcome.
+pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppError> {
+    let potential = out.target.potential();
+    let grid = quadrature::default_grid(potential);
+    let exact_mean = potential
+        .support()
+        .map(|_| quadrature::mean(potential, cfg.temperature, grid))
+        .transpose()?;
+    let (mode_masses, mode_mass_se, exact, l1, labels) = match (&out.modes, potential.modes()) {
+        (Some(traces), Some(map)) => {
+            let (m, se) = traces.masses();
+            let exact = quadrature::mode_masses(potential, cfg.temperature, grid)?;
+            let l1 = m.iter().zip(&exact).map(|(a, b)| (a - b).abs()).sum();
+            (Some(m), Some(se), Some(exact), Some(l1), Some(map.labels()))
+        }
+        _ => (None, None, None, None, None),
+    };
+    let steps_per_second = cfg.iters as f64 / out.wall_seconds.max(1e-12);
+    Ok(ToySummary {
+        sampler: cfg.sampler.clone(),
+        target: cfg.target.clone(),
+        seed: cfg.seed,
+        device: cfg.device.to_string(),
+        wall_seconds: out.wall_seconds,
+        steps_per_second,
+        chain_steps_per_second: steps_per_second * cfg.chains as f64,
+        chains: cfg.chains,
+        iters: cfg.iters,
+        samples_per_chain: out.x0.chains.first().map_or(0, Vec::len),
+        mean: out.mean.mean(),
+        exact_mean,
+        mode_labels: labels,
+        mode_masses,
+        mode_mass_se,
+        exact_mode_masses: exact,
+        mode_mass_l1: l1,
+        rhat_x0: split_rhat(&out.x0.chains),
+        ess_x0: ess(&out.x0.chains),
+    })
+}
+
+/// Writes `config.toml`, `metrics.csv`, `samples.csv`, `summary.json` and `samples.png` into `dir`.
+pub fn write_outputs(
+    dir: &Path,
+    cfg: &ToyConfig,
+    out: &ToyOutcome,
+    summary: &ToySummary,
+) -> Result<(), AppError> {
+    output::run_dir(dir)?;
+    output::write_toml(&dir.join("config.toml"), cfg)?;
+    output::write_csv(
+        &dir.join("metrics.csv"),
+        &[
+            "step",
+            "lr",
+            "temperature",
+            "energy_mean",
+            "energy_min",
+            "energy_max",
+        ],
+        &out.metrics,
+    )?;
+    let d = out.target.dim();
+    let header: Vec<String> = (0..d).map(|i| format!("x{i}")).collect();
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    output::write_csv(&dir.join("samples.csv"), &header, &out.plot_samples)?;
+    let title = format!(
+        "{} on {} ({} chains x {} iters)",
+        cfg.sampler, cfg.target, cfg.chains, cfg.iters
+    );
+    if d <= 2 {
+        plot::samples_over_density(
+            &dir.join("samples.png"),
+            out.target.potential(),
+            cfg.temperature,
+            &out.plot_samples,
+            &title,
+        )?;
+    }
+    plot::lines(
+        &dir.join("energy.png"),
+        &format!("energy trace: {title}"),
+        "step",
+        "mean stochastic energy",
+        &[("energy", out.metrics.iter().map(|r| (r[0], r[3])).collect())],
+    )?;
+    output::write_json(&dir.join("summary.json"), summary)
+}

@@ -1,0 +1,23 @@
+//! Networks, likelihoods and priors, and the [`Posterior`] that turns them into a sampler
+//! [`Target`](sgmcmc_samplers::target::Target).
+//!
+//! Scaling (ALGORITHMS.md): the posterior energy is the *sum* energy
+//! `U(theta) = prior_precision / 2 |theta|^2 - sum_i log p(y_i | x_i, theta)`, estimated on a
+//! minibatch of `n` out of `N` points as `U~ = prior_precision / 2 |theta|^2 - (N / n) sum_B
+//! log p`. A weight decay `wd` on the *mean* loss corresponds to `prior_precision = N wd`, and a
+//! mean-loss learning rate `eta` to the full-data-scale `lr = eta / N`
+//! (CIFAR: `eta = 0.1, wd = 5e-4, N = 5e4` is `lr = 2e-6`, precision 25).
+
+pub mod cnn;
+pub mod likelihood;
+pub use likelihood::Targets;
+pub mod mlp;
+pub mod network;
+pub mod posterior;
+mod prior;
+
+pub use cnn::{Cnn, CnnConfig};
+pub use likelihood::Likelihood;
+pub use mlp::{Activation, Mlp, MlpConfig};
+pub use network::Network;
+pub use posterior::{Batch, Posterior, Scale};

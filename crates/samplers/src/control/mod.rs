@@ -1,0 +1,13 @@
+//! The control layer: scalar logic in plain `f64`, no tensors.
+//!
+//! Schedules decide the learning rate and temperature of every step, stochastic-approximation
+//! step sizes drive the adaptive samplers. Later modules (energy partitions, theta, swaps, ladders)
+//! belong here too.
+
+pub mod cyclical;
+pub mod sa_step;
+pub mod schedule;
+
+pub use cyclical::{Cyclical, Phase};
+pub use sa_step::SaStepSize;
+pub use schedule::Schedule;

@@ -1,0 +1,190 @@
+//! Step-indexed schedules for the learning rate and the temperature.
+
+use serde::{Deserialize, Serialize};
+
+use super::cyclical::{Cyclical, Phase};
+use crate::error::{SamplerError, check, positive};
+
+/// A schedule `k -> value` for step `k = 0, 1, ...`; `epoch = floor(k / steps_per_epoch)`.
+///
+/// | variant | value at step `k` |
+/// |---|---|
+/// | `Constant` | `v` |
+/// | `ExpDecay` (annealing) | `initial / factor^epoch`, e.g. `lr_0 / 1.01^epoch` |
+/// | `StepDecay` | `initial * gamma^floor(epoch / every_epochs)` |
+/// | `Cyclical` | cosine cycles of Zhang et al. (2020), see [`Cyclical`] |
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Schedule {
+    /// The same value at every step.
+    Constant {
+        /// The value.
+        value: f64,
+    },
+    /// Exponential decay per epoch (simulated annealing of the lr or the temperature).
+    ExpDecay {
+        /// Value at epoch 0.
+        initial: f64,
+        /// Division factor per epoch (> 0; > 1 decays).
+        factor: f64,
+        /// Steps per epoch (>= 1).
+        steps_per_epoch: u64,
+    },
+    /// Multiply by `gamma` every `every_epochs` epochs.
+    StepDecay {
+        /// Value at epoch 0.
+        initial: f64,
+        /// Multiplicative factor (> 0).
+        gamma: f64,
+        /// Epochs between decays (>= 1).
+        every_epochs: u64,
+        /// Steps per epoch (>= 1).
+        steps_per_epoch: u64,
+    },
+    /// Cyclical cosine schedule.
+    Cyclical(Cyclical),
+}
+
+impl Schedule {
+    /// A constant schedule.
+    pub fn constant(value: f64) -> Self {
+        Self::Constant { value }
+    }
+
+    /// The value at step `k`.
+    pub fn value(&self, k: u64) -> f64 {
+        match self {
+            Self::Constant { value } => *value,
+            Self::ExpDecay {
+                initial,
+                factor,
+                steps_per_epoch,
+            } => initial / factor.powf((k / steps_per_epoch.max(&1)) as f64),
+            Self::StepDecay {
+                initial,
+                gamma,
+                every_epochs,
+                steps_per_epoch,
+            } => {
+                let epoch = k / steps_per_epoch.max(&1);
+                initial * gamma.powf((epoch / every_epochs.max(&1)) as f64)
+            }
+            Self::Cyclical(c) => c.value(k),
+        }
+    }
+
+    /// The phase of step `k`: always [`Phase::Sampling`] except in the exploration part of a
+    /// cyclical schedule.
+    pub fn phase(&self, k: u64) -> Phase {
+        match self {
+            Self::Cyclical(c) => c.phase(k),
+            _ => Phase::Sampling,
+        }
+    }
+
+    /// Checks the schedule; `name` labels the error (e.g. "lr", "temperature").
+    /// `allow_zero` admits a zero value (a zero temperature turns SGLD into SGD).
+    pub fn validate(&self, name: &'static str, allow_zero: bool) -> Result<(), SamplerError> {
+        let initial = match self {
+            Self::Constant { value } => *value,
+            Self::ExpDecay {
+                initial,
+                factor,
+                steps_per_epoch,
+            } => {
+                positive("factor", *factor)?;
+                check(
+                    *steps_per_epoch >= 1,
+                    "steps_per_epoch",
+                    0.0,
+                    "must be >= 1",
+                )?;
+                *initial
+            }
+            Self::StepDecay {
+                initial,
+                gamma,
+                every_epochs,
+                steps_per_epoch,
+            } => {
+                positive("gamma", *gamma)?;
+                check(*every_epochs >= 1, "every_epochs", 0.0, "must be >= 1")?;
+                check(
+                    *steps_per_epoch >= 1,
+                    "steps_per_epoch",
+                    0.0,
+                    "must be >= 1",
+                )?;
+                *initial
+            }
+            Self::Cyclical(c) => {
+                c.validate()?;
+                c.initial
+            }
+        };
+        if allow_zero {
+            check(
+                initial.is_finite() && initial >= 0.0,
+                name,
+                initial,
+                "must be finite and >= 0",
+            )
+        } else {
+            check(
+                initial.is_finite() && initial > 0.0,
+                name,
+                initial,
+                "must be finite and > 0",
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decays_follow_their_formulas() {
+        let e = Schedule::ExpDecay {
+            initial: 0.5,
+            factor: 1.01,
+            steps_per_epoch: 10,
+        };
+        assert_eq!(e.value(0), 0.5);
+        assert_eq!(e.value(9), 0.5);
+        assert!((e.value(10) - 0.5 / 1.01).abs() < 1e-15);
+        assert!((e.value(35) - 0.5 / 1.01f64.powi(3)).abs() < 1e-15);
+        let s = Schedule::StepDecay {
+            initial: 1.0,
+            gamma: 0.1,
+            every_epochs: 2,
+            steps_per_epoch: 5,
+        };
+        assert_eq!(s.value(9), 1.0);
+        assert!((s.value(10) - 0.1).abs() < 1e-15);
+        assert!((s.value(20) - 0.01).abs() < 1e-15);
+    }
+
+    #[test]
+    fn invalid_values_are_rejected() {
+        assert!(Schedule::constant(0.0).validate("lr", false).is_err());
+        assert!(Schedule::constant(-1.0).validate("lr", false).is_err());
+        assert!(
+            Schedule::constant(f64::NAN)
+                .validate("temperature", true)
+                .is_err()
+        );
+        assert!(
+            Schedule::constant(0.0)
+                .validate("temperature", true)
+                .is_ok()
+        );
+        let bad = Schedule::ExpDecay {
+            initial: 1.0,
+            factor: 0.0,
+            steps_per_epoch: 1,
+        };
+        assert!(bad.validate("lr", false).is_err());
+    }
+}

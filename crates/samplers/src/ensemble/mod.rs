@@ -1,0 +1,43 @@
+//! Where chains live. An [`Ensemble`] evaluates the stochastic energies of all its chains and
+//! moves them one kernel step; the samplers drive it with per-chain step sizes and never touch
+//! parameters themselves.
+//!
+//! * [`ModuleEnsemble`]: burn modules on any device. Network chains are separate module copies
+//!   (one chain per module); `P` toy chains can be the rows of one `[P, d]` module
+//!   ([`crate::target::particles::Particles`]), so 1000 chains cost about one.
+//! * [`HostEnsemble`]: toy chains in host `f64` memory, the tensor-free fast path for analytic
+//!   targets, where burn's per-operation overhead would dominate a 1-D step. Same kernel
+//!   formulas, same random streams.
+
+mod host;
+mod module;
+
+pub use host::HostEnsemble;
+pub use module::ModuleEnsemble;
+
+use crate::error::SamplerError;
+use crate::kernel::{Coefficients, Kernel};
+
+/// A set of chains that a sampler advances together.
+pub trait Ensemble {
+    /// What one step consumes (a minibatch, `()` for toys).
+    type Batch;
+
+    /// Number of chains.
+    fn n_chains(&self) -> usize;
+
+    /// Evaluates the stochastic energy `U~` of every chain at its current position (and keeps
+    /// the gradients for [`Ensemble::apply`]). Returns the energies in chain order.
+    fn estimate(&mut self, batch: &Self::Batch) -> Result<&[f64], SamplerError>;
+
+    /// Moves every chain one step of `kernel` with the gradients of the last estimate;
+    /// `coefs[p]` are chain `p`'s coefficients ([`Kernel::coefficients`]); `refresh` resamples
+    /// momenta (SGHMC).
+    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool);
+}
+
+/// Whether a step needs Langevin noise at all: a noise-free step (SGD, zero temperature)
+/// draws nothing from the chains' streams.
+pub(crate) fn needs_noise(kernel: &Kernel, coefs: &[Coefficients], refresh: bool) -> bool {
+    kernel.is_stochastic() && (refresh || coefs.iter().any(|c| c[1] != 0.0))
+}

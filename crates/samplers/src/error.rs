@@ -1,0 +1,99 @@
+//! Typed errors of the samplers crate.
+
+use thiserror::Error;
+
+/// Errors raised by samplers, kernels and the control layer.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum SamplerError {
+    /// A hyper-parameter is out of its valid range.
+    #[error("invalid hyper-parameter `{name}` = {value}: {reason}")]
+    InvalidHyperParameter {
+        /// Name of the parameter as it appears in configs.
+        name: &'static str,
+        /// The offending value, formatted.
+        value: String,
+        /// What the valid range is.
+        reason: &'static str,
+    },
+    /// A chain's energy (or gradient) became NaN or infinite: the chain diverged.
+    #[error(
+        "chain {chain} diverged at step {step}: energy is {energy} (try a smaller learning rate)"
+    )]
+    Diverged {
+        /// Index of the chain (0-based).
+        chain: usize,
+        /// Step at which the non-finite energy was observed (0-based).
+        step: u64,
+        /// The energy value.
+        energy: f64,
+    },
+    /// The target failed to produce an estimate.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+}
+
+/// Errors raised by targets (energies and gradients).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum TargetError {
+    /// The target was configured with invalid parameters.
+    #[error("invalid target parameter `{name}` = {value}: {reason}")]
+    InvalidParameter {
+        /// Parameter name.
+        name: &'static str,
+        /// The offending value, formatted.
+        value: String,
+        /// What the valid range is.
+        reason: &'static str,
+    },
+    /// A name that is not in a registry.
+    #[error("unknown {what} `{name}` (known: {known})")]
+    Unknown {
+        /// What kind of name (target, sampler, preset).
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// Shapes of the parameters or the batch do not match the target.
+    #[error("shape mismatch: {0}")]
+    Shape(String),
+}
+
+/// Checks a hyper-parameter and builds the error in one line.
+pub(crate) fn check(
+    ok: bool,
+    name: &'static str,
+    value: f64,
+    reason: &'static str,
+) -> Result<(), SamplerError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(SamplerError::InvalidHyperParameter {
+            name,
+            value: format!("{value}"),
+            reason,
+        })
+    }
+}
+
+/// `value` must be finite and strictly positive.
+pub(crate) fn positive(name: &'static str, value: f64) -> Result<(), SamplerError> {
+    check(
+        value.is_finite() && value > 0.0,
+        name,
+        value,
+        "must be finite and > 0",
+    )
+}
+
+/// `value` must be finite and non-negative.
+pub(crate) fn non_negative(name: &'static str, value: f64) -> Result<(), SamplerError> {
+    check(
+        value.is_finite() && value >= 0.0,
+        name,
+        value,
+        "must be finite and >= 0",
+    )
+}

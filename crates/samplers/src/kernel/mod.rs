@@ -1,0 +1,253 @@
+//! Langevin-type kernels: one step of every chain, per parameter block.
+//!
+//! Each kernel is a formula over the [`Lane`] algebra (one file each) and runs unchanged on burn
+//! tensors ([`tensor_lane`]) and on plain `f64` ([`lane`]). A step takes the parameters `x`, the
+//! stochastic gradient `g` of the energy at full-data scale, the kernel's per-parameter state
+//! (momentum, preconditioner), a per-chain [`StepSize`] and a noise source. Notation of
+//! ALGORITHMS.md: `psi` is the per-chain gradient multiplier (1 unless an adaptive sampler sets
+//! it), `tau` the temperature, `xi ~ N(0, I)`.
+
+pub mod lane;
+pub mod momentum;
+pub mod psgld;
+pub mod sgd;
+pub mod sghmc;
+pub mod sgld;
+pub mod tensor_lane;
+
+use serde::{Deserialize, Serialize};
+
+pub use lane::Lane;
+pub use tensor_lane::TensorCoef;
+
+use crate::error::{SamplerError, check, non_negative, positive};
+
+/// Per-chain step size of one step: learning rate (full-data scale), temperature and gradient
+/// multiplier. May change every step.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepSize {
+    /// Learning rate `lr` at full-data scale (the energy is a sum over the data).
+    pub lr: f64,
+    /// Temperature `tau` of the target `exp(-U / tau)`.
+    pub temperature: f64,
+    /// Gradient multiplier `psi` (contour samplers); 1 otherwise. May be negative.
+    pub multiplier: f64,
+}
+
+impl StepSize {
+    /// `lr` at temperature `tau` with multiplier 1.
+    pub fn new(lr: f64, temperature: f64) -> Self {
+        Self {
+            lr,
+            temperature,
+            multiplier: 1.0,
+        }
+    }
+}
+
+/// Which kernel, with its own hyper-parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Kernel {
+    /// Stochastic gradient descent ([`sgd`]).
+    Sgd,
+    /// Momentum SGD ([`momentum`]).
+    Momentum {
+        /// Momentum `mu` in `[0, 1)`.
+        mu: f64,
+    },
+    /// Stochastic gradient Langevin dynamics ([`sgld`]).
+    Sgld,
+    /// Stochastic gradient Hamiltonian Monte Carlo ([`sghmc`]).
+    Sghmc {
+        /// Momentum `mu` (= 1 - friction `alpha`), default 0.9.
+        mu: f64,
+        /// Gradient-noise variance estimate `V` (`beta = V lr / 2`), default 0.
+        noise_estimate: f64,
+        /// Resample the momentum from `N(0, lr tau)` every this many steps (0 = never).
+        resample_every: u64,
+    },
+    /// Preconditioned SGLD ([`psgld`]).
+    Psgld {
+        /// Moving-average factor `a` of the squared gradients, default 0.99.
+        alpha: f64,
+        /// Regulariser `lambda` of the preconditioner, default 1e-5.
+        lambda: f64,
+    },
+}
+
+/// Per-chain coefficients of one step: `[drift, diffusion, refresh]`.
+/// `drift = -lr psi`; `diffusion` scales the Langevin noise; `refresh` scales a momentum
+/// resample (SGHMC).
+pub type Coefficients = [f64; 3];
+
+impl Kernel {
+    /// SGHMC with the reference defaults (mu 0.9, V = 0, no resampling).
+    pub fn sghmc() -> Self {
+        Self::Sghmc {
+            mu: 0.9,
+            noise_estimate: 0.0,
+            resample_every: 0,
+        }
+    }
+
+    /// pSGLD with the defaults of Li et al. (a = 0.99, lambda = 1e-5).
+    pub fn psgld() -> Self {
+        Self::Psgld {
+            alpha: 0.99,
+            lambda: 1e-5,
+        }
+    }
+
+    /// Name used in configs and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Sgd => "sgd",
+            Self::Momentum { .. } => "msgd",
+            Self::Sgld => "sgld",
+            Self::Sghmc { .. } => "sghmc",
+            Self::Psgld { .. } => "psgld",
+        }
+    }
+
+    /// Checks the kernel's own hyper-parameters.
+    pub fn validate(&self) -> Result<(), SamplerError> {
+        match self {
+            Self::Sgd | Self::Sgld => Ok(()),
+            Self::Momentum { mu } | Self::Sghmc { mu, .. } => {
+                check((0.0..1.0).contains(mu), "mu", *mu, "must lie in [0, 1)")?;
+                if let Self::Sghmc { noise_estimate, .. } = self {
+                    non_negative("noise_estimate", *noise_estimate)?;
+                }
+                Ok(())
+            }
+            Self::Psgld { alpha, lambda } => {
+                check(
+                    (0.0..1.0).contains(alpha),
+                    "alpha",
+                    *alpha,
+                    "must lie in [0, 1)",
+                )?;
+                positive("lambda", *lambda)
+            }
+        }
+    }
+
+    /// Number of state tensors per parameter (momentum, squared-gradient average).
+    pub fn state_slots(&self) -> usize {
+        match self {
+            Self::Sgd | Self::Sgld => 0,
+            Self::Momentum { .. } | Self::Sghmc { .. } | Self::Psgld { .. } => 1,
+        }
+    }
+
+    /// Whether the kernel injects noise at all (SGD and momentum SGD do not).
+    pub fn is_stochastic(&self) -> bool {
+        !matches!(self, Self::Sgd | Self::Momentum { .. })
+    }
+
+    /// Whether step `k` (0-based) resamples the momentum.
+    pub fn refreshes_at(&self, k: u64) -> bool {
+        matches!(self, Self::Sghmc { resample_every, .. } if *resample_every > 0 && k > 0 && k % resample_every == 0)
+    }
+
+    /// The per-chain coefficients of a step; errors if the step size is invalid.
+    pub fn coefficients(&self, s: &StepSize) -> Result<Coefficients, SamplerError> {
+        positive("lr", s.lr)?;
+        non_negative("temperature", s.temperature)?;
+        check(
+            s.multiplier.is_finite(),
+            "multiplier",
+            s.multiplier,
+            "must be finite",
+        )?;
+        let drift = -s.lr * s.multiplier;
+        Ok(match self {
+            Self::Sgd | Self::Momentum { .. } => [drift, 0.0, 0.0],
+            Self::Sgld | Self::Psgld { .. } => [drift, (2.0 * s.lr * s.temperature).sqrt(), 0.0],
+            Self::Sghmc {
+                mu, noise_estimate, ..
+            } => {
+                let beta = sghmc::beta(*noise_estimate, s.lr);
+                check(
+                    beta <= 1.0 - mu,
+                    "noise_estimate",
+                    *noise_estimate,
+                    "SGHMC needs beta = V lr / 2 <= 1 - mu",
+                )?;
+                [
+                    drift,
+                    (2.0 * s.lr * (1.0 - mu - beta) * s.temperature).sqrt(),
+                    (s.lr * s.temperature).sqrt(),
+                ]
+            }
+        })
+    }
+
+    /// One step of one parameter block: returns the new `x`, updates `state` in place.
+    /// `noise()` yields `xi ~ N(0, I)` of the block's shape and is called only when needed.
+    #[inline]
+    pub fn update<L: Lane>(
+        &self,
+        x: L,
+        g: L,
+        state: &mut [L],
+        noise: impl FnMut() -> L,
+        c: &[L::Coef; 3],
+        refresh: bool,
+    ) -> L {
+        match self {
+            Self::Sgd => sgd::update(x, g, &c[0]),
+            Self::Momentum { mu } => momentum::update(x, g, &mut state[0], *mu, &c[0]),
+            Self::Sgld => sgld::update(x, g, noise, &c[0], &c[1]),
+            Self::Sghmc { mu, .. } => sghmc::update(x, g, &mut state[0], noise, *mu, c, refresh),
+            Self::Psgld { alpha, lambda } => {
+                psgld::update(x, g, &mut state[0], noise, *alpha, *lambda, &c[0], &c[1])
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sghmc_rejects_beta_above_one_minus_mu() {
+        let k = Kernel::Sghmc {
+            mu: 0.9,
+            noise_estimate: 10.0,
+            resample_every: 0,
+        };
+        // beta = 10 * 0.01 / 2 = 0.05 <= 0.1: fine; at lr 0.1 beta = 0.5 > 0.1: error.
+        assert!(k.coefficients(&StepSize::new(0.01, 1.0)).is_ok());
+        let err = k.coefficients(&StepSize::new(0.1, 1.0)).unwrap_err();
+        assert!(err.to_string().contains("beta"), "{err}");
+    }
+
+    #[test]
+    fn step_sizes_are_validated() {
+        let k = Kernel::Sgld;
+        assert!(k.coefficients(&StepSize::new(0.0, 1.0)).is_err());
+        assert!(k.coefficients(&StepSize::new(-1e-3, 1.0)).is_err());
+        assert!(k.coefficients(&StepSize::new(1e-3, f64::NAN)).is_err());
+        assert!(k.coefficients(&StepSize::new(1e-3, f64::INFINITY)).is_err());
+        assert!(Kernel::Momentum { mu: 1.0 }.validate().is_err());
+        assert!(
+            Kernel::Psgld {
+                alpha: 0.99,
+                lambda: 0.0
+            }
+            .validate()
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn sgld_formula_on_f64() {
+        let k = Kernel::Sgld;
+        let c = k.coefficients(&StepSize::new(0.1, 2.0)).unwrap();
+        let x = k.update(1.0, 3.0, &mut [], || 0.5, &c, false);
+        assert!((x - (1.0 - 0.1 * 3.0 + (2.0f64 * 0.1 * 2.0).sqrt() * 0.5)).abs() < 1e-15);
+    }
+}

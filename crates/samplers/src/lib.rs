@@ -1,0 +1,29 @@
+//! Stochastic-gradient MCMC samplers for Bayesian deep learning on burn.
+//!
+//! The crate has three layers (see `ARCHITECTURE.md`):
+//!
+//! 1. [`control`]: the adaptive scalar logic (schedules, stochastic-approximation step sizes)
+//!    in plain `f64`, no tensors.
+//! 2. [`kernel`]: the Langevin-type updates (SGD, momentum SGD, SGLD, SGHMC, pSGLD), written once
+//!    over the [`kernel::Lane`] algebra and run either on burn tensors or on plain `f64` slices.
+//! 3. [`sampler`]: the algorithms as compositions of the two, behind one [`sampler::Sampler`] trait.
+//!
+//! Chains live in an [`ensemble`]: either burn modules on any device ([`ensemble::ModuleEnsemble`],
+//! one module per network chain or one `[P, d]` tensor for `P` toy chains) or host memory
+//! ([`ensemble::HostEnsemble`], the tensor-free fast path for analytic toy targets).
+//! [`target`] defines what a sampler consumes: stochastic energies and gradients at full-data scale.
+//!
+//! Only scalars cross between the control layer and the tensors: energies go up, step sizes come
+//! down. That keeps every sampler unchanged across burn devices (flex, ndarray, wgpu).
+
+pub mod collect;
+pub mod control;
+pub mod diagnostics;
+pub mod ensemble;
+pub mod error;
+pub mod kernel;
+pub mod rng;
+pub mod sampler;
+pub mod target;
+
+pub use error::{SamplerError, TargetError};

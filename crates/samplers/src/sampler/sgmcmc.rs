@@ -1,0 +1,133 @@
+//! `Sgmcmc`: independent chains of one kernel under learning-rate and temperature schedules.
+//!
+//! Covers SGD, momentum SGD, SGLD (thesis eq. 2.7), SGHMC, pSGLD and, with a cyclical
+//! learning-rate schedule, cyclical SG-MCMC (Zhang et al. 2020) including its noise-free
+//! exploration phase; with a decaying temperature schedule, simulated annealing.
+//! At step `k` every chain moves with `StepSize { lr: lr(k), temperature: tau(k), multiplier: 1 }`
+//! (`tau(k) = 0` in a noise-free exploration phase).
+
+use serde::{Deserialize, Serialize};
+
+use super::{Sampler, StepReport, check_finite};
+use crate::control::{Phase, Schedule};
+use crate::ensemble::Ensemble;
+use crate::error::SamplerError;
+use crate::kernel::{Coefficients, Kernel, StepSize};
+
+/// Configuration of an [`Sgmcmc`] sampler.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SgmcmcConfig {
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Learning-rate schedule (full-data scale).
+    pub lr: Schedule,
+    /// Temperature schedule.
+    pub temperature: Schedule,
+}
+
+impl SgmcmcConfig {
+    /// Constant `lr` and temperature.
+    pub fn constant(kernel: Kernel, lr: f64, temperature: f64) -> Self {
+        Self {
+            kernel,
+            lr: Schedule::constant(lr),
+            temperature: Schedule::constant(temperature),
+        }
+    }
+
+    /// Checks every hyper-parameter.
+    pub fn validate(&self) -> Result<(), SamplerError> {
+        self.kernel.validate()?;
+        self.lr.validate("lr", false)?;
+        self.temperature.validate("temperature", true)?;
+        // Check the first step's coefficients too (e.g. SGHMC's beta <= 1 - mu).
+        self.kernel
+            .coefficients(&StepSize::new(self.lr.value(0), self.temperature.value(0)))
+            .map(|_| ())
+    }
+
+    /// The step size of step `k`.
+    pub fn step_size(&self, k: u64) -> (StepSize, Phase) {
+        let phase = self.lr.phase(k);
+        let noise_free = matches!(&self.lr, Schedule::Cyclical(c) if c.noise_free_exploration);
+        let tau = if phase == Phase::Exploration && noise_free {
+            0.0
+        } else {
+            self.temperature.value(k)
+        };
+        (StepSize::new(self.lr.value(k), tau), phase)
+    }
+}
+
+/// Independent chains of one kernel.
+pub struct Sgmcmc<E: Ensemble> {
+    config: SgmcmcConfig,
+    ensemble: E,
+    step: u64,
+    coefs: Vec<Coefficients>,
+    report: StepReport,
+}
+
+impl<E: Ensemble> Sgmcmc<E> {
+    /// A sampler over `ensemble`; errors on invalid hyper-parameters.
+    pub fn new(config: SgmcmcConfig, ensemble: E) -> Result<Self, SamplerError> {
+        config.validate()?;
+        let n = ensemble.n_chains();
+        Ok(Self {
+            config,
+            ensemble,
+            step: 0,
+            coefs: vec![[0.0; 3]; n],
+            report: StepReport {
+                energies: vec![0.0; n],
+                step_sizes: vec![StepSize::new(0.0, 0.0); n],
+                ..StepReport::default()
+            },
+        })
+    }
+
+    /// The chains.
+    pub fn ensemble(&self) -> &E {
+        &self.ensemble
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SgmcmcConfig {
+        &self.config
+    }
+
+    /// Gives the chains back.
+    pub fn into_ensemble(self) -> E {
+        self.ensemble
+    }
+}
+
+impl<E: Ensemble> Sampler for Sgmcmc<E> {
+    type Batch = E::Batch;
+
+    fn n_chains(&self) -> usize {
+        self.ensemble.n_chains()
+    }
+
+    fn steps_done(&self) -> u64 {
+        self.step
+    }
+
+    fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
+        let k = self.step;
+        let energies = self.ensemble.estimate(batch)?;
+        check_finite(energies, k)?;
+        self.report.energies.copy_from_slice(energies);
+        let (step_size, phase) = self.config.step_size(k);
+        let c = self.config.kernel.coefficients(&step_size)?;
+        self.coefs.fill(c);
+        self.report.step_sizes.fill(step_size);
+        let refresh = self.config.kernel.refreshes_at(k);
+        self.ensemble
+            .apply(&self.config.kernel, &self.coefs, refresh);
+        self.report.step = k;
+        self.report.phase = Some(phase);
+        self.step += 1;
+        Ok(&self.report)
+    }
+}

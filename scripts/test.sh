@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test suite on every backend: flex, ndarray and wgpu (a software Vulkan device when there
+# is no GPU). One build, one profile, all features; the target directory is cached outside the
+# clone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sgmcmc-target}"
+scripts/install-deps.sh
+# Pin the software Vulkan driver when no other ICD is present, so wgpu does not fall back to GL.
+if [ -z "${VK_ICD_FILENAMES:-}" ] && [ -f /usr/share/vulkan/icd.d/lvp_icd.x86_64.json ] \
+   && ! ls /dev/dri/renderD* >/dev/null 2>&1; then
+  export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
+fi
+cargo test --workspace --all-features "$@"

@@ -1,0 +1,15 @@
+//! # sgmcmc
+//!
+//! Stochastic-gradient MCMC samplers for Bayesian deep learning on burn: a facade over the
+//! workspace crates.
+//!
+//! * [`samplers`]: control logic, Langevin kernels, targets, samplers, diagnostics.
+//! * [`models`]: networks, likelihoods, priors and posterior targets.
+//! * [`data`]: dataset readers.
+//! * [`apps`]: the `sgmcmc` command line (experiments, reports, plots).
+
+pub use burn;
+pub use sgmcmc_apps as apps;
+pub use sgmcmc_data as data;
+pub use sgmcmc_models as models;
+pub use sgmcmc_samplers as samplers;

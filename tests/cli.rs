@@ -1,0 +1,238 @@
+//! The CLI contract: outputs, `--list`, and bad input giving one clear error line and a
+//! non-zero exit code (2 for bad usage or input, 1 for a failed run), never a panic.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn sgmcmc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sgmcmc"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sgmcmc-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Asserts exit `code` and a single stderr line containing `needle`.
+fn fails_with(args: &[&str], code: i32, needle: &str) {
+    let out = sgmcmc(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: stderr {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected `{needle}` in {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn list_names_every_target_sampler_and_preset() {
+    let out = sgmcmc(&["toy", "--list"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "nine-mode",
+        "twenty-five-mode",
+        "mixture-csgld",
+        "rugged",
+        "gaussian",
+        "sgld",
+        "sghmc",
+        "psgld",
+        "cycsgld",
+        "nine-mode-cycsgld",
+    ] {
+        assert!(text.contains(name), "missing {name} in {text}");
+    }
+}
+
+#[test]
+fn bad_usage_gives_one_line_and_exit_code_2() {
+    let out = tmp("bad");
+    let o = out.to_str().unwrap();
+    fails_with(
+        &["toy", "--target", "nope", "--out", o],
+        2,
+        "unknown target `nope`",
+    );
+    fails_with(
+        &["toy", "--sampler", "nope", "--out", o],
+        2,
+        "unknown sampler `nope`",
+    );
+    fails_with(
+        &["toy", "--preset", "nope", "--out", o],
+        2,
+        "unknown preset",
+    );
+    fails_with(&["toy", "--lr", "0", "--out", o], 2, "lr");
+    fails_with(&["toy", "--lr=-0.1", "--out", o], 2, "lr");
+    fails_with(
+        &["toy", "--temperature", "nan", "--out", o],
+        2,
+        "temperature",
+    );
+    fails_with(
+        &["toy", "--temperature", "inf", "--out", o],
+        2,
+        "temperature",
+    );
+    fails_with(&["toy", "--chains", "0", "--out", o], 2, "chains");
+    fails_with(&["toy", "--iters", "ten", "--out", o], 2, "invalid value");
+    fails_with(&["toy", "--frobnicate"], 2, "unexpected argument");
+    fails_with(&["toy", "--device", "tpu"], 2, "invalid value");
+    fails_with(&["nosuchcommand"], 2, "unrecognized subcommand");
+}
+
+#[test]
+fn bad_config_files_are_input_errors() {
+    let dir = tmp("config");
+    let o = dir.join("run");
+    let o = o.to_str().unwrap();
+    let malformed = dir.join("malformed.toml");
+    std::fs::write(&malformed, "lr = [unclosed\n").unwrap();
+    fails_with(
+        &["toy", "--config", malformed.to_str().unwrap(), "--out", o],
+        2,
+        "malformed config",
+    );
+    let unknown = dir.join("unknown.toml");
+    std::fs::write(&unknown, "learning_rate = 0.1\n").unwrap();
+    fails_with(
+        &["toy", "--config", unknown.to_str().unwrap(), "--out", o],
+        2,
+        "learning_rate",
+    );
+    let missing = dir.join("missing.toml");
+    fails_with(
+        &["toy", "--config", missing.to_str().unwrap(), "--out", o],
+        2,
+        "cannot read config",
+    );
+    // SGHMC needs beta = V lr / 2 <= 1 - mu: V = 1000, lr 0.01 gives beta 5 > 0.1.
+    let sghmc = dir.join("sghmc.toml");
+    std::fs::write(
+        &sghmc,
+        "sampler = \"sghmc\"\nlr = 0.01\nnoise_estimate = 1000.0\n",
+    )
+    .unwrap();
+    fails_with(
+        &["toy", "--config", sghmc.to_str().unwrap(), "--out", o],
+        2,
+        "beta",
+    );
+}
+
+#[test]
+fn divergence_names_the_chain_and_the_step_and_exits_1() {
+    // lr 5 on a Gaussian with eigenvalues up to ~3: |1 - 5 a| > 1 grows until U overflows.
+    let dir = tmp("diverge");
+    let o = dir.to_str().unwrap();
+    fails_with(
+        &[
+            "toy",
+            "--target",
+            "gaussian",
+            "--sampler",
+            "sgld",
+            "--lr",
+            "5",
+            "--chains",
+            "3",
+            "--iters",
+            "5000",
+            "--out",
+            o,
+        ],
+        1,
+        "chain 0 diverged at step",
+    );
+}
+
+#[test]
+fn a_toy_run_writes_the_contracted_outputs() {
+    let dir = tmp("run");
+    let o = dir.to_str().unwrap();
+    let out = sgmcmc(&[
+        "toy",
+        "--target",
+        "nine-mode",
+        "--sampler",
+        "cycsgld",
+        "--lr",
+        "0.005",
+        "--chains",
+        "2",
+        "--iters",
+        "20000",
+        "--seed",
+        "4",
+        "--out",
+        o,
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "config.toml",
+        "metrics.csv",
+        "summary.json",
+        "samples.csv",
+        "samples.png",
+        "energy.png",
+    ] {
+        assert!(dir.join(f).is_file(), "missing {f}");
+    }
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    for key in [
+        "sampler",
+        "target",
+        "seed",
+        "device",
+        "wall_seconds",
+        "steps_per_second",
+        "mode_masses",
+        "exact_mode_masses",
+        "mode_mass_l1",
+    ] {
+        assert!(!s[key].is_null(), "summary.json lacks {key}: {s}");
+    }
+    assert_eq!(s["seed"], 4);
+    let masses: Vec<f64> = serde_json::from_value(s["mode_masses"].clone()).unwrap();
+    assert_eq!(masses.len(), 9);
+    assert!((masses.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    // config.toml round-trips: feeding it back reproduces the run exactly.
+    let again = tmp("again");
+    let out = sgmcmc(&[
+        "toy",
+        "--config",
+        dir.join("config.toml").to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(dir.join("samples.csv")).unwrap(),
+        std::fs::read(again.join("samples.csv")).unwrap()
+    );
+}
