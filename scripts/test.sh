@@ -11,4 +11,9 @@ if [ -z "${VK_ICD_FILENAMES:-}" ] && [ -f /usr/share/vulkan/icd.d/lvp_icd.x86_64
    && ! ls /dev/dri/renderD* >/dev/null 2>&1; then
   export VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json
 fi
+# The Vulkan loader warns on every device creation without a runtime dir; give it one.
+if [ -z "${XDG_RUNTIME_DIR:-}" ]; then
+  export XDG_RUNTIME_DIR="${TMPDIR:-/tmp}/sgmcmc-xdg-$(id -u)"
+  mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+fi
 cargo test --workspace --all-features "$@"

@@ -36,10 +36,12 @@ struct Plan {
     collections: usize,
 }
 
-fn host_samples(cfg: SgmcmcConfig, plan: &Plan, seed: u64) -> Vec<Vec<f64>> {
-    let (t, _) = target();
-    let ens = HostEnsemble::new(t, &vec![vec![plan.start; D]; plan.chains], seed).unwrap();
-    let mut s = Sgmcmc::new(cfg, ens).unwrap();
+/// Runs `plan.burn` steps, then collects every chain's position every `plan.every` steps.
+fn collect<S: Sampler<Batch = ()>>(
+    s: &mut S,
+    plan: &Plan,
+    positions: impl Fn(&S) -> Vec<Vec<f64>>,
+) -> Vec<Vec<f64>> {
     let mut out = Vec::new();
     for _ in 0..plan.burn {
         s.step(&()).unwrap();
@@ -48,9 +50,22 @@ fn host_samples(cfg: SgmcmcConfig, plan: &Plan, seed: u64) -> Vec<Vec<f64>> {
         for _ in 0..plan.every {
             s.step(&()).unwrap();
         }
-        out.extend(s.ensemble().positions().chunks(D).map(<[f64]>::to_vec));
+        out.extend(positions(s));
     }
     out
+}
+
+fn host_samples(cfg: SgmcmcConfig, plan: &Plan, seed: u64) -> Vec<Vec<f64>> {
+    let (t, _) = target();
+    let ens = HostEnsemble::new(t, &vec![vec![plan.start; D]; plan.chains], seed).unwrap();
+    let mut s = Sgmcmc::new(cfg, ens).unwrap();
+    collect(&mut s, plan, |s| {
+        s.ensemble()
+            .positions()
+            .chunks(D)
+            .map(<[f64]>::to_vec)
+            .collect()
+    })
 }
 
 fn tensor_samples(
@@ -61,21 +76,10 @@ fn tensor_samples(
 ) -> Vec<Vec<f64>> {
     let (t, _) = target();
     let p = Particles::from_rows(&vec![vec![plan.start; D]; plan.chains], device).unwrap();
-    let ens = ModuleEnsemble::new(t, vec![p], seed).unwrap();
-    let mut s = Sgmcmc::new(cfg, ens).unwrap();
-    let mut out = Vec::new();
-    for _ in 0..plan.burn {
-        s.step(&()).unwrap();
-    }
-    for _ in 0..plan.collections {
-        for _ in 0..plan.every {
-            s.step(&()).unwrap();
-        }
-        for m in s.ensemble().modules() {
-            out.extend(m.rows());
-        }
-    }
-    out
+    let mut s = Sgmcmc::new(cfg, ModuleEnsemble::new(t, vec![p], seed).unwrap()).unwrap();
+    collect(&mut s, plan, |s| {
+        s.ensemble().modules().flat_map(|m| m.rows()).collect()
+    })
 }
 
 /// `tau (A (I - lr A / 2))^-1`.

@@ -44,6 +44,23 @@ fn err(e: impl std::fmt::Display) -> AppError {
     AppError::Run(format!("plot failed: {e}"))
 }
 
+/// A chart frame with margins, and a caption and label areas when a font is available.
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    title: &'b str,
+    text: bool,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(root);
+    builder.margin(12);
+    if text {
+        builder
+            .caption(title, ("sans-serif", 20))
+            .x_label_area_size(35)
+            .y_label_area_size(60);
+    }
+    builder
+}
+
 /// Draws into a temp file and moves it into place.
 fn atomically(
     path: &Path,
@@ -69,14 +86,7 @@ pub fn samples_over_density(
     atomically(path, |tmp| {
         let root = BitMapBackend::new(tmp, (900, 820)).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut builder = ChartBuilder::on(&root);
-        builder.margin(12);
-        if text {
-            builder
-                .caption(title, ("sans-serif", 20))
-                .x_label_area_size(35)
-                .y_label_area_size(50);
-        }
+        let mut builder = frame(&root, title, text);
         if support.len() == 2 {
             let (x0, x1) = support[0];
             let (y0, y1) = support[1];
@@ -227,14 +237,7 @@ pub fn lines(
     atomically(path, |tmp| {
         let root = BitMapBackend::new(tmp, (900, 500)).into_drawing_area();
         root.fill(&WHITE)?;
-        let mut builder = ChartBuilder::on(&root);
-        builder.margin(12);
-        if text {
-            builder
-                .caption(title, ("sans-serif", 18))
-                .x_label_area_size(35)
-                .y_label_area_size(60);
-        }
+        let mut builder = frame(&root, title, text);
         let mut chart =
             builder.build_cartesian_2d(x0..x1.max(x0 + 1e-9), (y0 - pad)..(y1 + pad))?;
         if text {

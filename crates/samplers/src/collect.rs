@@ -19,7 +19,7 @@ impl Thinning {
     pub fn collects(&self, report: &StepReport) -> bool {
         let k = report.step + 1;
         k > self.burn_in
-            && (k - self.burn_in) % self.thin.max(1) == 0
+            && (k - self.burn_in).is_multiple_of(self.thin.max(1))
             && report.phase != Some(Phase::Exploration)
     }
 }

@@ -28,7 +28,7 @@ pub fn ess(chains: &[Vec<f64>]) -> f64 {
     let (w, b) = within_between(&halves);
     let nf = n as f64;
     let var_plus = (nf - 1.0) / nf * w + if m > 1 { b / nf } else { 0.0 };
-    if !(var_plus > 0.0) {
+    if var_plus.is_nan() || var_plus <= 0.0 {
         return (m * n) as f64;
     }
     // Mean autocovariance over the split chains, all lags at once by FFT (O(n log n)).

@@ -166,7 +166,7 @@ fn drive<S: Sampler<Batch = ()> + Positions>(
                     m.push(c, map.mode_of(x));
                 }
                 mean.add(x, 1.0);
-                if n_collections % plot_every == 0 {
+                if n_collections.is_multiple_of(plot_every) {
                     plot_samples.push(x.to_vec());
                 }
             }

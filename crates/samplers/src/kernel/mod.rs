@@ -148,7 +148,7 @@ impl Kernel {
 
     /// Whether step `k` (0-based) resamples the momentum.
     pub fn refreshes_at(&self, k: u64) -> bool {
-        matches!(self, Self::Sghmc { resample_every, .. } if *resample_every > 0 && k > 0 && k % resample_every == 0)
+        matches!(self, Self::Sghmc { resample_every, .. } if *resample_every > 0 && k > 0 && k.is_multiple_of(*resample_every))
     }
 
     /// The per-chain coefficients of a step; errors if the step size is invalid.

@@ -12,7 +12,7 @@ pub enum TensorCoef {
     /// Same value for the single hosted chain.
     Scalar(f64),
     /// One value per row.
-    Column(Tensor<2>),
+    Column(Box<Tensor<2>>),
 }
 
 impl TensorCoef {
@@ -22,10 +22,10 @@ impl TensorCoef {
             Self::Scalar(values[0])
         } else {
             let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();
-            Self::Column(Tensor::from_data(
+            Self::Column(Box::new(Tensor::from_data(
                 TensorData::new(data, [values.len(), 1]),
                 device,
-            ))
+            )))
         }
     }
 }
@@ -44,7 +44,7 @@ impl Lane for Tensor<2> {
     fn scale(self, c: &TensorCoef) -> Self {
         match c {
             TensorCoef::Scalar(s) => self.mul_scalar(*s),
-            TensorCoef::Column(col) => self * col.clone(),
+            TensorCoef::Column(col) => self * (**col).clone(),
         }
     }
     fn scale_by(self, s: f64) -> Self {
