@@ -236,3 +236,30 @@ fn a_toy_run_writes_the_contracted_outputs() {
         std::fs::read(again.join("samples.csv")).unwrap()
     );
 }
+
+#[test]
+fn bench_reports_throughput_and_overhead_ratios() {
+    let dir = tmp("bench");
+    let o = dir.to_str().unwrap();
+    let out = sgmcmc(&["bench", "--seconds", "0.05", "--no-cnn", "--out", o]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let figures = s["figures"].as_array().unwrap();
+    assert_eq!(figures.len(), 6 + 3, "{s}");
+    assert!(
+        figures
+            .iter()
+            .all(|f| f["per_second"].as_f64().unwrap() > 0.0)
+    );
+    assert_eq!(s["ratios"].as_array().unwrap().len(), 2);
+    fails_with(
+        &["bench", "--device", "host", "--out", o],
+        2,
+        "tensor device",
+    );
+}

@@ -26,6 +26,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Run a sampler on an analytic toy target.
     Toy(ToyArgs),
+    /// Measure toy throughput and sampler overhead (SGLD/SGHMC step vs SGD step).
+    Bench(crate::bench::BenchArgs),
 }
 
 /// Options of `sgmcmc demo`.
@@ -136,6 +138,7 @@ where
     match cli.command {
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
+        Command::Bench(a) => crate::bench::run(&a),
     }
 }
 

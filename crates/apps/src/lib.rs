@@ -3,6 +3,7 @@
 //! Only this crate prints, parses arguments or draws; the libraries return values and typed
 //! errors. Exit codes: 0 success, 2 bad usage or input, 1 a run that failed (e.g. divergence).
 
+pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod device;

@@ -1,0 +1,218 @@
+//! `sgmcmc bench`: throughput and sampler overhead measured in one run, as ratios.
+//!
+//! * toy: chain-steps/s of SGLD on the 25-mode target with 1, 16 and 1000 chains, on the host
+//!   `f64` path and as rows of one tensor on `--device`;
+//! * nets: steps/s (forward + backward + update) of SGD, SGLD and SGHMC on the MLP 13-50-1
+//!   (batch 50) and the papers' CNN (batch 256) on `--device`, and SGLD/SGD, SGHMC/SGD.
+//!
+//! The criterion benches in `benches/` measure the same things with statistics; this command
+//! gives the figures on any machine from the binary alone.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use burn::tensor::{Device, Distribution, Int, Tensor};
+use clap::Args;
+use serde::Serialize;
+use sgmcmc_models::posterior::Batch;
+use sgmcmc_models::{
+    Activation, CnnConfig, Likelihood, MlpConfig, Network, Posterior, Scale, Targets,
+};
+use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
+use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_samplers::target::particles::Particles;
+use sgmcmc_samplers::target::toy::by_name;
+
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::output;
+
+/// Options of `sgmcmc bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Tensor device for the tensor measurements.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    pub device: DeviceChoice,
+    /// Seconds per measurement (after one warm-up step).
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+    /// Skip the CNN (slow on ndarray and software GPUs).
+    #[arg(long)]
+    pub no_cnn: bool,
+    /// Run directory.
+    #[arg(long, default_value = "runs/bench")]
+    pub out: PathBuf,
+}
+
+#[derive(Serialize)]
+struct Figure {
+    name: String,
+    per_second: f64,
+}
+
+#[derive(Serialize)]
+struct BenchSummary {
+    sampler: String,
+    target: String,
+    seed: u64,
+    device: String,
+    wall_seconds: f64,
+    steps_per_second: f64,
+    figures: Vec<Figure>,
+    ratios: Vec<Figure>,
+}
+
+/// Steps per second of `step` over about `seconds`.
+fn rate(seconds: f64, mut step: impl FnMut() -> Result<(), AppError>) -> Result<f64, AppError> {
+    step()?;
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed().as_secs_f64() < seconds || n < 3 {
+        step()?;
+        n += 1;
+    }
+    Ok(n as f64 / start.elapsed().as_secs_f64())
+}
+
+fn toy_rates(a: &BenchArgs, device: &Device, out: &mut Vec<Figure>) -> Result<(), AppError> {
+    let cfg = SgmcmcConfig::constant(Kernel::Sgld, 3e-3, 1.0);
+    for chains in [1usize, 16, 1000] {
+        let starts = vec![vec![0.5, -0.5]; chains];
+        let t = by_name("twenty-five-mode")?;
+        let mut host = Sgmcmc::new(cfg.clone(), HostEnsemble::new(t.clone(), &starts, 1)?)?;
+        let r = rate(a.seconds, || host.step(&()).map(|_| ()).map_err(Into::into))?;
+        out.push(Figure {
+            name: format!("toy/host/{chains} chain-steps"),
+            per_second: r * chains as f64,
+        });
+        let p = Particles::from_rows(&starts, device)?;
+        let mut dev = Sgmcmc::new(cfg.clone(), ModuleEnsemble::new(t, vec![p], 1)?)?;
+        let r = rate(a.seconds, || dev.step(&()).map(|_| ()).map_err(Into::into))?;
+        out.push(Figure {
+            name: format!("toy/{}/{chains} chain-steps", a.device),
+            per_second: r * chains as f64,
+        });
+    }
+    Ok(())
+}
+
+fn net_rates<M: Network>(
+    a: &BenchArgs,
+    label: &str,
+    make: impl Fn() -> M,
+    posterior: &Posterior,
+    batch: &Batch<M::Input>,
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    let mut sgd = 0.0;
+    for (name, kernel) in [
+        ("sgd", Kernel::Sgd),
+        ("sgld", Kernel::Sgld),
+        ("sghmc", Kernel::sghmc()),
+    ] {
+        let ens = ModuleEnsemble::new(posterior.clone(), vec![make()], 1)?;
+        let mut s = Sgmcmc::new(SgmcmcConfig::constant(kernel, 1e-6, 1.0), ens)?;
+        let r = rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))?;
+        figures.push(Figure {
+            name: format!("{label}/{name} steps"),
+            per_second: r,
+        });
+        if name == "sgd" {
+            sgd = r;
+        } else {
+            // Time ratio: step time of the sampler over step time of SGD.
+            ratios.push(Figure {
+                name: format!("{label}/{name}:sgd step time"),
+                per_second: sgd / r,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Runs the benchmarks and writes `summary.json`.
+pub fn run(a: &BenchArgs) -> Result<(), AppError> {
+    let start = Instant::now();
+    let device = a.device.device()?.ok_or_else(|| {
+        AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())
+    })?;
+    let ad = device.clone().autodiff();
+    let (mut figures, mut ratios) = (Vec::new(), Vec::new());
+    toy_rates(a, &device, &mut figures)?;
+
+    let x = Tensor::<2>::random([50, 13], Distribution::Normal(0.0, 1.0), &ad);
+    let y = Tensor::<2>::random([50, 1], Distribution::Normal(0.0, 1.0), &ad);
+    let mlp = MlpConfig {
+        inputs: 13,
+        hidden: vec![50],
+        outputs: 1,
+        activation: Activation::Relu,
+    };
+    let post = Posterior {
+        likelihood: Likelihood::Gaussian { precision: 1.0 },
+        scale: Scale {
+            n_data: 1000,
+            prior_precision: 1.0,
+        },
+    };
+    net_rates(
+        a,
+        "mlp13-50-1_b50",
+        || mlp.init(&ad),
+        &post,
+        &Batch {
+            x,
+            y: Targets::Real(y),
+        },
+        &mut figures,
+        &mut ratios,
+    )?;
+    if !a.no_cnn {
+        let x = Tensor::<4>::random([256, 1, 28, 28], Distribution::Normal(0.0, 1.0), &ad);
+        let labels: Vec<i64> = (0..256).map(|i| i % 5).collect();
+        let y = Tensor::<1, Int>::from_data(labels.as_slice(), &ad);
+        let cnn = CnnConfig {
+            classes: 5,
+            ..CnnConfig::default()
+        };
+        let post = Posterior {
+            likelihood: Likelihood::Categorical,
+            scale: Scale::from_weight_decay(30_000, 1e-3),
+        };
+        net_rates(
+            a,
+            "cnn_b256",
+            || cnn.init(&ad),
+            &post,
+            &Batch {
+                x,
+                y: Targets::Class(y),
+            },
+            &mut figures,
+            &mut ratios,
+        )?;
+    }
+    for f in &figures {
+        println!("{:<40} {:>14.1} /s", f.name, f.per_second);
+    }
+    for r in &ratios {
+        println!("{:<40} {:>14.3}", r.name, r.per_second);
+    }
+    output::run_dir(&a.out)?;
+    let wall = start.elapsed().as_secs_f64();
+    let summary = BenchSummary {
+        sampler: "sgd,sgld,sghmc".into(),
+        target: "twenty-five-mode,mlp13-50-1,cnn".into(),
+        seed: 1,
+        device: a.device.to_string(),
+        wall_seconds: wall,
+        steps_per_second: figures.first().map_or(0.0, |f| f.per_second),
+        figures,
+        ratios,
+    };
+    output::write_json(&a.out.join("summary.json"), &summary)?;
+    println!("wrote {}", a.out.join("summary.json").display());
+    Ok(())
+}
