@@ -5,9 +5,14 @@
 //! belong here too.
 
 pub mod cyclical;
+pub mod partition;
 pub mod sa_step;
 pub mod schedule;
+pub mod theta;
+pub mod weights;
 
 pub use cyclical::{Cyclical, Phase};
+pub use partition::EnergyPartition;
 pub use sa_step::SaStepSize;
 pub use schedule::Schedule;
+pub use theta::{ContourTheta, MultiplierScheme, RandomField, ThetaInit};

@@ -1,9 +1,11 @@
 //! The papers' algorithms as compositions of the control layer and a kernel, behind one
 //! [`Sampler`] trait: one call advances every chain one step and returns a [`StepReport`].
 
+mod contour;
 mod report;
 mod sgmcmc;
 
+pub use contour::{Contour, ContourConfig};
 pub use report::StepReport;
 pub use sgmcmc::{Sgmcmc, SgmcmcConfig};
 

@@ -15,4 +15,11 @@ pub struct StepReport {
     pub step_sizes: Vec<StepSize>,
     /// Exploration or sampling (cyclical schedules); samples are collected in the sampling phase.
     pub phase: Option<Phase>,
+    /// Energy bin `J` of each chain's pre-move point (contour samplers; empty otherwise).
+    pub bins: Vec<usize>,
+    /// Importance weight of each chain's pre-move point `x_k` (`theta[J]^zeta` for contour
+    /// samplers, 1 otherwise): a sample `x_k` collected *before* step `k` carries this weight.
+    pub weights: Vec<f64>,
+    /// Moves with a negative gradient multiplier so far ("bouncy" escapes).
+    pub bouncy_moves: u64,
 }

@@ -81,6 +81,7 @@ impl<E: Ensemble> Sgmcmc<E> {
             report: StepReport {
                 energies: vec![0.0; n],
                 step_sizes: vec![StepSize::new(0.0, 0.0); n],
+                weights: vec![1.0; n],
                 ..StepReport::default()
             },
         })

@@ -1,0 +1,199 @@
+//! Dynamic importance samplers on any kernel: CSGLD / CSGHMC / pCSGLD, ICSGLD and AWSGLD.
+//!
+//! One step (CSGLD paper eq. 8-9; thesis Algorithm 7, eq. 6.8, 7.4-7.5), for every chain `p`:
+//!
+//! 1. `J_p = J(U~(x_p))`, the energy bin of the chain's current point;
+//! 2. `theta <- theta + omega_k H(theta, J_1..J_P)` (the configured [`RandomField`]); the bins
+//!    that feed it are those of the points produced by the previous move, as `J(x_(k+1))` in
+//!    eq. 9, so the first step only reads `theta`;
+//! 3. `psi_p = 1 + zeta tau / du (ln theta[J_p] - ln theta[J_p - 1])` and the kernel moves chain
+//!    `p` with `StepSize { lr, tau, multiplier: psi_p }` (SGLD gives CSGLD, SGHMC gives CSGHMC,
+//!    pSGLD gives pCSGLD).
+//!
+//! The sample `x_p` (before the move) carries the importance weight `theta[J_p]^zeta`
+//! (times `exp(-U~ (1/T - 1/tau))` when a target temperature `T` below the sampling temperature
+//! `tau` is set, AWSGLD's reweighting to `pi_T`). With `P > 1` chains all share one `theta`:
+//! with the `interacting` field this is ICSGLD, and only the bins `J_p` cross between chains.
+//! The bin index uses the stochastic energies the ensemble returns; a variance-reduced energy
+//! (thesis eq. E.6) can replace them through [`Contour::step_with_bin_energies`].
+
+use serde::{Deserialize, Serialize};
+
+use super::{Sampler, SgmcmcConfig, StepReport, check_finite};
+use crate::control::{
+    ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit,
+};
+use crate::ensemble::Ensemble;
+use crate::error::{SamplerError, check, positive};
+use crate::kernel::{Coefficients, StepSize};
+
+/// Configuration of a [`Contour`] sampler.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContourConfig {
+    /// Kernel and schedules of the underlying sampler (`tau` is the sampling temperature).
+    pub base: SgmcmcConfig,
+    /// Energy partition.
+    pub partition: EnergyPartition,
+    /// Random field driving theta.
+    pub field: RandomField,
+    /// Tuning parameter `zeta >= 0` (0 recovers the base kernel).
+    pub zeta: f64,
+    /// Stochastic-approximation steps `omega_k` (must stay below 1).
+    pub omega: SaStepSize,
+    /// Initial theta.
+    pub init: ThetaInit,
+    /// Multiplier differencing scheme.
+    pub scheme: MultiplierScheme,
+    /// Optional bounds on the multiplier.
+    pub multiplier_clip: Option<(f64, f64)>,
+    /// Target temperature `T <= tau` to reweight to (AWSGLD); `None` = the sampling temperature.
+    pub target_temperature: Option<f64>,
+}
+
+impl ContourConfig {
+    /// Checks every hyper-parameter.
+    pub fn validate(&self) -> Result<(), SamplerError> {
+        self.base.validate()?;
+        self.partition.validate()?;
+        self.omega.validate()?;
+        let w1 = self.omega.omega(1);
+        check(
+            w1 < 1.0,
+            "omega_max",
+            w1,
+            "omega_k must stay below 1 to keep theta positive",
+        )?;
+        if let Some(t) = self.target_temperature {
+            positive("target_temperature", t)?;
+        }
+        Ok(())
+    }
+}
+
+/// A contour sampler over the chains of an [`Ensemble`], all sharing one `theta`.
+pub struct Contour<E: Ensemble> {
+    config: ContourConfig,
+    theta: ContourTheta,
+    ensemble: E,
+    step: u64,
+    coefs: Vec<Coefficients>,
+    report: StepReport,
+}
+
+impl<E: Ensemble> Contour<E> {
+    /// A contour sampler; errors on invalid hyper-parameters or initial theta.
+    pub fn new(config: ContourConfig, ensemble: E) -> Result<Self, SamplerError> {
+        config.validate()?;
+        let theta = ContourTheta::new(
+            config.partition.m,
+            config.field,
+            config.zeta,
+            &config.init,
+            config.scheme,
+            config.multiplier_clip,
+        )?;
+        let n = ensemble.n_chains();
+        Ok(Self {
+            config,
+            theta,
+            ensemble,
+            step: 0,
+            coefs: vec![[0.0; 3]; n],
+            report: StepReport {
+                energies: vec![0.0; n],
+                step_sizes: vec![StepSize::new(0.0, 0.0); n],
+                bins: vec![0; n],
+                weights: vec![1.0; n],
+                ..StepReport::default()
+            },
+        })
+    }
+
+    /// The shared `theta`.
+    pub fn theta(&self) -> &ContourTheta {
+        &self.theta
+    }
+
+    /// The chains.
+    pub fn ensemble(&self) -> &E {
+        &self.ensemble
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ContourConfig {
+        &self.config
+    }
+
+    /// One step whose bin indices come from `bin_energies` (one per chain, e.g. variance-reduced
+    /// energies of the same minibatch, thesis eq. E.6) instead of the stochastic energies.
+    pub fn step_with_bin_energies(
+        &mut self,
+        batch: &E::Batch,
+        bin_energies: &[f64],
+    ) -> Result<&StepReport, SamplerError> {
+        check_finite(bin_energies, self.step)?;
+        self.advance(batch, Some(bin_energies))
+    }
+
+    fn advance(
+        &mut self,
+        batch: &E::Batch,
+        bin_energies: Option<&[f64]>,
+    ) -> Result<&StepReport, SamplerError> {
+        let k = self.step;
+        let energies = self.ensemble.estimate(batch)?;
+        check_finite(energies, k)?;
+        self.report.energies.copy_from_slice(energies);
+        let partition = &self.config.partition;
+        let for_bins = bin_energies.unwrap_or(&self.report.energies);
+        for (b, u) in self.report.bins.iter_mut().zip(for_bins) {
+            *b = partition.bin(*u);
+        }
+        if k > 0 {
+            self.theta
+                .update(self.config.omega.omega(k), &self.report.bins);
+        }
+        let (base, phase) = self.config.base.step_size(k);
+        let reweight = self.config.target_temperature.map_or(0.0, |t| {
+            1.0 / t - 1.0 / base.temperature.max(f64::MIN_POSITIVE)
+        });
+        for p in 0..self.coefs.len() {
+            let j = self.report.bins[p];
+            let psi = self.theta.multiplier(j, base.temperature, partition.du);
+            if psi < 0.0 {
+                self.report.bouncy_moves += 1;
+            }
+            let s = StepSize {
+                multiplier: psi,
+                ..base
+            };
+            self.coefs[p] = self.config.base.kernel.coefficients(&s)?;
+            self.report.step_sizes[p] = s;
+            self.report.weights[p] =
+                (self.theta.log_weight(j) - reweight * self.report.energies[p]).exp();
+        }
+        let refresh = self.config.base.kernel.refreshes_at(k);
+        self.ensemble
+            .apply(&self.config.base.kernel, &self.coefs, refresh);
+        self.report.step = k;
+        self.report.phase = Some(phase);
+        self.step += 1;
+        Ok(&self.report)
+    }
+}
+
+impl<E: Ensemble> Sampler for Contour<E> {
+    type Batch = E::Batch;
+
+    fn n_chains(&self) -> usize {
+        self.ensemble.n_chains()
+    }
+
+    fn steps_done(&self) -> u64 {
+        self.step
+    }
+
+    fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
+        self.advance(batch, None)
+    }
+}
