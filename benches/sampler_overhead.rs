@@ -6,12 +6,11 @@
 //! ndarray CNN).
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use sgmcmc::apps::bench::{cnn_workload, mlp_workload};
 use sgmcmc::apps::device::DeviceChoice;
-use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor};
+use sgmcmc::burn::tensor::Device;
 use sgmcmc::models::posterior::Batch;
-use sgmcmc::models::{
-    Activation, CnnConfig, Likelihood, MlpConfig, Network, Posterior, Scale, Targets,
-};
+use sgmcmc::models::{Network, Posterior};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
@@ -53,62 +52,24 @@ fn overhead(c: &mut Criterion) {
             continue;
         };
         let ad = device.clone().autodiff();
-        // MLP 13-50-1, batch 50, Gaussian likelihood (UCI scale N = 1000).
-        let x = Tensor::<2>::random([50, 13], Distribution::Normal(0.0, 1.0), &ad);
-        let y = Tensor::<2>::random([50, 1], Distribution::Normal(0.0, 1.0), &ad);
-        let mlp = MlpConfig {
-            inputs: 13,
-            hidden: vec![50],
-            outputs: 1,
-            activation: Activation::Relu,
-        };
-        let post = Posterior {
-            likelihood: Likelihood::Gaussian { precision: 1.0 },
-            scale: Scale {
-                n_data: 1000,
-                prior_precision: 1.0,
-            },
-        };
+        let (mlp, post, batch) = mlp_workload(&ad);
         bench_model(
             c,
             &format!("mlp13-50-1_b50/{choice}"),
             |d| mlp.init(d),
-            Batch {
-                x,
-                y: Targets::Real(y),
-            },
+            batch,
             post,
             &ad,
         );
-
         if choice == DeviceChoice::Ndarray && std::env::var("SGMCMC_BENCH_NDARRAY_CNN").is_err() {
             continue;
         }
-        // CNN conv(1->32) pool conv(32->64) pool fc50 fc5, batch 256.
-        let x = Tensor::<4>::random([256, 1, 28, 28], Distribution::Normal(0.0, 1.0), &ad);
-        let y = Tensor::<1, Int>::from_data(
-            (0..256)
-                .map(|i| (i % 5) as i64)
-                .collect::<Vec<_>>()
-                .as_slice(),
-            &ad,
-        );
-        let cnn = CnnConfig {
-            classes: 5,
-            ..CnnConfig::default()
-        };
-        let post = Posterior {
-            likelihood: Likelihood::Categorical,
-            scale: Scale::from_weight_decay(30_000, 1e-3),
-        };
+        let (cnn, post, batch) = cnn_workload(&ad);
         bench_model(
             c,
             &format!("cnn_b256/{choice}"),
             |d| cnn.init(d),
-            Batch {
-                x,
-                y: Targets::Class(y),
-            },
+            batch,
             post,
             &ad,
         );

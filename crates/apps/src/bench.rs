@@ -26,7 +26,7 @@ use sgmcmc_samplers::target::toy::by_name;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
-use crate::output;
+use crate::output::{self, RunHeader};
 
 /// Options of `sgmcmc bench`.
 #[derive(Debug, Args)]
@@ -53,14 +53,62 @@ struct Figure {
 
 #[derive(Serialize)]
 struct BenchSummary {
-    sampler: String,
-    target: String,
-    seed: u64,
-    device: String,
-    wall_seconds: f64,
-    steps_per_second: f64,
+    #[serde(flatten)]
+    header: RunHeader,
     figures: Vec<Figure>,
     ratios: Vec<Figure>,
+}
+
+/// The MLP benchmark: 13-50-1 ReLU network, batch 50 of random regression data, Gaussian
+/// likelihood, N = 1000, prior precision 1 (UCI scale).
+pub fn mlp_workload(device: &Device) -> (MlpConfig, Posterior, Batch<Tensor<2>>) {
+    let x = Tensor::<2>::random([50, 13], Distribution::Normal(0.0, 1.0), device);
+    let y = Tensor::<2>::random([50, 1], Distribution::Normal(0.0, 1.0), device);
+    let mlp = MlpConfig {
+        inputs: 13,
+        hidden: vec![50],
+        outputs: 1,
+        activation: Activation::Relu,
+    };
+    let post = Posterior {
+        likelihood: Likelihood::Gaussian { precision: 1.0 },
+        scale: Scale {
+            n_data: 1000,
+            prior_precision: 1.0,
+        },
+    };
+    (
+        mlp,
+        post,
+        Batch {
+            x,
+            y: Targets::Real(y),
+        },
+    )
+}
+
+/// The CNN benchmark: the papers' network (conv 1->32 5x5, pool, conv 32->64 5x5, pool, fc 50,
+/// fc 5) on a batch of 256 random 28x28 images, categorical likelihood, N = 30,000.
+pub fn cnn_workload(device: &Device) -> (CnnConfig, Posterior, Batch<Tensor<4>>) {
+    let x = Tensor::<4>::random([256, 1, 28, 28], Distribution::Normal(0.0, 1.0), device);
+    let labels: Vec<i64> = (0..256).map(|i| i % 5).collect();
+    let y = Tensor::<1, Int>::from_data(labels.as_slice(), device);
+    let cnn = CnnConfig {
+        classes: 5,
+        ..CnnConfig::default()
+    };
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(30_000, 1e-3),
+    };
+    (
+        cnn,
+        post,
+        Batch {
+            x,
+            y: Targets::Class(y),
+        },
+    )
 }
 
 /// Steps per second of `step` over about `seconds`.
@@ -142,54 +190,24 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let (mut figures, mut ratios) = (Vec::new(), Vec::new());
     toy_rates(a, &device, &mut figures)?;
 
-    let x = Tensor::<2>::random([50, 13], Distribution::Normal(0.0, 1.0), &ad);
-    let y = Tensor::<2>::random([50, 1], Distribution::Normal(0.0, 1.0), &ad);
-    let mlp = MlpConfig {
-        inputs: 13,
-        hidden: vec![50],
-        outputs: 1,
-        activation: Activation::Relu,
-    };
-    let post = Posterior {
-        likelihood: Likelihood::Gaussian { precision: 1.0 },
-        scale: Scale {
-            n_data: 1000,
-            prior_precision: 1.0,
-        },
-    };
+    let (mlp, post, batch) = mlp_workload(&ad);
     net_rates(
         a,
         "mlp13-50-1_b50",
         || mlp.init(&ad),
         &post,
-        &Batch {
-            x,
-            y: Targets::Real(y),
-        },
+        &batch,
         &mut figures,
         &mut ratios,
     )?;
     if !a.no_cnn {
-        let x = Tensor::<4>::random([256, 1, 28, 28], Distribution::Normal(0.0, 1.0), &ad);
-        let labels: Vec<i64> = (0..256).map(|i| i % 5).collect();
-        let y = Tensor::<1, Int>::from_data(labels.as_slice(), &ad);
-        let cnn = CnnConfig {
-            classes: 5,
-            ..CnnConfig::default()
-        };
-        let post = Posterior {
-            likelihood: Likelihood::Categorical,
-            scale: Scale::from_weight_decay(30_000, 1e-3),
-        };
+        let (cnn, post, batch) = cnn_workload(&ad);
         net_rates(
             a,
             "cnn_b256",
             || cnn.init(&ad),
             &post,
-            &Batch {
-                x,
-                y: Targets::Class(y),
-            },
+            &batch,
             &mut figures,
             &mut ratios,
         )?;
@@ -203,12 +221,14 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     output::run_dir(&a.out)?;
     let wall = start.elapsed().as_secs_f64();
     let summary = BenchSummary {
-        sampler: "sgd,sgld,sghmc".into(),
-        target: "twenty-five-mode,mlp13-50-1,cnn".into(),
-        seed: 1,
-        device: a.device.to_string(),
-        wall_seconds: wall,
-        steps_per_second: figures.first().map_or(0.0, |f| f.per_second),
+        header: RunHeader {
+            sampler: "sgd,sgld,sghmc".into(),
+            target: "twenty-five-mode,mlp13-50-1,cnn".into(),
+            seed: 1,
+            device: a.device.to_string(),
+            wall_seconds: wall,
+            steps_per_second: figures.first().map_or(0.0, |f| f.per_second),
+        },
         figures,
         ratios,
     };

@@ -218,7 +218,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
         cfg.target,
         cfg.chains,
         cfg.iters,
-        summary.wall_seconds,
+        summary.header.wall_seconds,
         summary.chain_steps_per_second
     );
     if let (Some(m), Some(e), Some(l1)) = (

@@ -7,19 +7,15 @@ use serde::Serialize;
 
 use crate::cli::DemoArgs;
 use crate::error::AppError;
-use crate::output;
+use crate::output::{self, RunHeader};
 use crate::toy::report::{ToySummary, summarize, write_outputs};
 use crate::toy::{ToyConfig, preset, run_toy};
 
 /// `summary.json` of the demo.
 #[derive(Serialize)]
 struct DemoSummary {
-    sampler: String,
-    target: String,
-    seed: u64,
-    device: String,
-    wall_seconds: f64,
-    steps_per_second: f64,
+    #[serde(flatten)]
+    header: RunHeader,
     mode_labels: Vec<String>,
     exact_mode_masses: Vec<f64>,
     mode_masses: BTreeMap<String, Vec<f64>>,
@@ -49,31 +45,33 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
     let labels = runs[0].mode_labels.clone().unwrap_or_default();
     let exact = runs[0].exact_mode_masses.clone().unwrap_or_default();
     print_table(&labels, &exact, &runs);
-    let wall: f64 = runs.iter().map(|r| r.wall_seconds).sum();
+    let wall: f64 = runs.iter().map(|r| r.header.wall_seconds).sum();
     let steps: u64 = runs.iter().map(|r| r.iters).sum();
     let by = |f: &dyn Fn(&ToySummary) -> Option<Vec<f64>>| {
         runs.iter()
-            .map(|r| (r.sampler.clone(), f(r).unwrap_or_default()))
+            .map(|r| (r.header.sampler.clone(), f(r).unwrap_or_default()))
             .collect()
     };
     let summary = DemoSummary {
-        sampler: runs
-            .iter()
-            .map(|r| r.sampler.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
-        target: "nine-mode".into(),
-        seed: a.seed,
-        device: a.device.to_string(),
-        wall_seconds: wall,
-        steps_per_second: steps as f64 / wall.max(1e-12),
+        header: RunHeader {
+            sampler: runs
+                .iter()
+                .map(|r| r.header.sampler.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            target: "nine-mode".into(),
+            seed: a.seed,
+            device: a.device.to_string(),
+            wall_seconds: wall,
+            steps_per_second: steps as f64 / wall.max(1e-12),
+        },
         mode_labels: labels,
         exact_mode_masses: exact,
         mode_masses: by(&|r| r.mode_masses.clone()),
         mode_mass_se: by(&|r| r.mode_mass_se.clone()),
         mode_mass_l1: runs
             .iter()
-            .map(|r| (r.sampler.clone(), r.mode_mass_l1.unwrap_or(f64::NAN)))
+            .map(|r| (r.header.sampler.clone(), r.mode_mass_l1.unwrap_or(f64::NAN)))
             .collect(),
         runs,
     };
@@ -91,11 +89,11 @@ fn print_table(labels: &[String], exact: &[f64], runs: &[ToySummary]) {
     let r0 = &runs[0];
     println!(
         "\n9-mode target, {} chains x {} iterations per sampler, seed {} (mass ± Monte Carlo s.e.)\n",
-        r0.chains, r0.iters, r0.seed
+        r0.chains, r0.iters, r0.header.seed
     );
     print!("{:<9} {:>7}", "mode", "exact");
     for r in runs {
-        print!("   {:>16}", r.sampler);
+        print!("   {:>16}", r.header.sampler);
     }
     println!();
     for (i, l) in labels.iter().enumerate() {

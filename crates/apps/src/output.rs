@@ -4,7 +4,26 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::error::AppError;
+
+/// The fields every run command's `summary.json` starts with (the CLI contract).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunHeader {
+    /// Sampler name(s).
+    pub sampler: String,
+    /// Target or dataset name(s).
+    pub target: String,
+    /// Run seed.
+    pub seed: u64,
+    /// Device (`host` for the f64 fast path).
+    pub device: String,
+    /// Wall time of the measured work.
+    pub wall_seconds: f64,
+    /// Sampler steps per second.
+    pub steps_per_second: f64,
+}
 
 /// Creates the run directory.
 pub fn run_dir(path: &Path) -> Result<PathBuf, AppError> {

@@ -9,23 +9,15 @@ use sgmcmc_samplers::target::toy::quadrature;
 use super::config::ToyConfig;
 use super::run::ToyOutcome;
 use crate::error::AppError;
+use crate::output::RunHeader;
 use crate::{output, plot};
 
 /// `summary.json` of a toy run (the CLI contract's fields first).
 #[derive(Clone, Debug, Serialize)]
 pub struct ToySummary {
-    /// Sampler name.
-    pub sampler: String,
-    /// Target name.
-    pub target: String,
-    /// Run seed.
-    pub seed: u64,
-    /// Device (`host` for the f64 fast path).
-    pub device: String,
-    /// Wall time of the sampling loop.
-    pub wall_seconds: f64,
-    /// Sampler steps per second (each step moves every chain).
-    pub steps_per_second: f64,
+    /// Sampler, target, seed, device, wall time and steps/s (each step moves every chain).
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// Chain-steps per second (`steps_per_second * chains`).
     pub chain_steps_per_second: f64,
     /// Number of chains.
@@ -73,12 +65,14 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
     };
     let steps_per_second = cfg.iters as f64 / out.wall_seconds.max(1e-12);
     Ok(ToySummary {
-        sampler: cfg.sampler.clone(),
-        target: cfg.target.clone(),
-        seed: cfg.seed,
-        device: cfg.device.to_string(),
-        wall_seconds: out.wall_seconds,
-        steps_per_second,
+        header: RunHeader {
+            sampler: cfg.sampler.clone(),
+            target: cfg.target.clone(),
+            seed: cfg.seed,
+            device: cfg.device.to_string(),
+            wall_seconds: out.wall_seconds,
+            steps_per_second,
+        },
         chain_steps_per_second: steps_per_second * cfg.chains as f64,
         chains: cfg.chains,
         iters: cfg.iters,

@@ -19,13 +19,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::driver::Driver;
 use super::{Sampler, SgmcmcConfig, StepReport, check_finite};
 use crate::control::{
     ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit,
 };
 use crate::ensemble::Ensemble;
 use crate::error::{SamplerError, check, positive};
-use crate::kernel::{Coefficients, StepSize};
+use crate::kernel::StepSize;
 
 /// Configuration of a [`Contour`] sampler.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -74,10 +75,7 @@ impl ContourConfig {
 pub struct Contour<E: Ensemble> {
     config: ContourConfig,
     theta: ContourTheta,
-    ensemble: E,
-    step: u64,
-    coefs: Vec<Coefficients>,
-    report: StepReport,
+    driver: Driver<E>,
 }
 
 impl<E: Ensemble> Contour<E> {
@@ -92,20 +90,10 @@ impl<E: Ensemble> Contour<E> {
             config.scheme,
             config.multiplier_clip,
         )?;
-        let n = ensemble.n_chains();
         Ok(Self {
             config,
             theta,
-            ensemble,
-            step: 0,
-            coefs: vec![[0.0; 3]; n],
-            report: StepReport {
-                energies: vec![0.0; n],
-                step_sizes: vec![StepSize::new(0.0, 0.0); n],
-                bins: vec![0; n],
-                weights: vec![1.0; n],
-                ..StepReport::default()
-            },
+            driver: Driver::new(ensemble, true),
         })
     }
 
@@ -116,7 +104,7 @@ impl<E: Ensemble> Contour<E> {
 
     /// The chains.
     pub fn ensemble(&self) -> &E {
-        &self.ensemble
+        &self.driver.ensemble
     }
 
     /// The configuration.
@@ -131,7 +119,7 @@ impl<E: Ensemble> Contour<E> {
         batch: &E::Batch,
         bin_energies: &[f64],
     ) -> Result<&StepReport, SamplerError> {
-        check_finite(bin_energies, self.step)?;
+        check_finite(bin_energies, self.driver.step)?;
         self.advance(batch, Some(bin_energies))
     }
 
@@ -140,45 +128,40 @@ impl<E: Ensemble> Contour<E> {
         batch: &E::Batch,
         bin_energies: Option<&[f64]>,
     ) -> Result<&StepReport, SamplerError> {
-        let k = self.step;
-        let energies = self.ensemble.estimate(batch)?;
-        check_finite(energies, k)?;
-        self.report.energies.copy_from_slice(energies);
+        let d = &mut self.driver;
+        let k = d.step;
+        d.estimate(batch)?;
         let partition = &self.config.partition;
-        let for_bins = bin_energies.unwrap_or(&self.report.energies);
-        for (b, u) in self.report.bins.iter_mut().zip(for_bins) {
+        let for_bins = bin_energies.unwrap_or(&d.report.energies);
+        for (b, u) in d.report.bins.iter_mut().zip(for_bins) {
             *b = partition.bin(*u);
         }
         if k > 0 {
             self.theta
-                .update(self.config.omega.omega(k), &self.report.bins);
+                .update(self.config.omega.omega(k), &d.report.bins);
         }
         let (base, phase) = self.config.base.step_size(k);
         let reweight = self.config.target_temperature.map_or(0.0, |t| {
             1.0 / t - 1.0 / base.temperature.max(f64::MIN_POSITIVE)
         });
-        for p in 0..self.coefs.len() {
-            let j = self.report.bins[p];
+        for p in 0..d.coefs.len() {
+            let j = d.report.bins[p];
             let psi = self.theta.multiplier(j, base.temperature, partition.du);
             if psi < 0.0 {
-                self.report.bouncy_moves += 1;
+                d.report.bouncy_moves += 1;
             }
-            let s = StepSize {
-                multiplier: psi,
-                ..base
-            };
-            self.coefs[p] = self.config.base.kernel.coefficients(&s)?;
-            self.report.step_sizes[p] = s;
-            self.report.weights[p] =
-                (self.theta.log_weight(j) - reweight * self.report.energies[p]).exp();
+            d.set_step(
+                p,
+                &self.config.base.kernel,
+                StepSize {
+                    multiplier: psi,
+                    ..base
+                },
+            )?;
+            d.report.weights[p] =
+                (self.theta.log_weight(j) - reweight * d.report.energies[p]).exp();
         }
-        let refresh = self.config.base.kernel.refreshes_at(k);
-        self.ensemble
-            .apply(&self.config.base.kernel, &self.coefs, refresh);
-        self.report.step = k;
-        self.report.phase = Some(phase);
-        self.step += 1;
-        Ok(&self.report)
+        Ok(d.apply(&self.config.base.kernel, phase))
     }
 }
 
@@ -186,11 +169,11 @@ impl<E: Ensemble> Sampler for Contour<E> {
     type Batch = E::Batch;
 
     fn n_chains(&self) -> usize {
-        self.ensemble.n_chains()
+        self.driver.ensemble.n_chains()
     }
 
     fn steps_done(&self) -> u64 {
-        self.step
+        self.driver.step
     }
 
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {

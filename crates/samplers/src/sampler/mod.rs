@@ -2,6 +2,7 @@
 //! [`Sampler`] trait: one call advances every chain one step and returns a [`StepReport`].
 
 mod contour;
+mod driver;
 mod report;
 mod sgmcmc;
 

@@ -8,11 +8,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Sampler, StepReport, check_finite};
+use super::driver::Driver;
+use super::{Sampler, StepReport};
 use crate::control::{Phase, Schedule};
 use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
-use crate::kernel::{Coefficients, Kernel, StepSize};
+use crate::kernel::{Kernel, StepSize};
 
 /// Configuration of an [`Sgmcmc`] sampler.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,34 +63,22 @@ impl SgmcmcConfig {
 /// Independent chains of one kernel.
 pub struct Sgmcmc<E: Ensemble> {
     config: SgmcmcConfig,
-    ensemble: E,
-    step: u64,
-    coefs: Vec<Coefficients>,
-    report: StepReport,
+    driver: Driver<E>,
 }
 
 impl<E: Ensemble> Sgmcmc<E> {
     /// A sampler over `ensemble`; errors on invalid hyper-parameters.
     pub fn new(config: SgmcmcConfig, ensemble: E) -> Result<Self, SamplerError> {
         config.validate()?;
-        let n = ensemble.n_chains();
         Ok(Self {
             config,
-            ensemble,
-            step: 0,
-            coefs: vec![[0.0; 3]; n],
-            report: StepReport {
-                energies: vec![0.0; n],
-                step_sizes: vec![StepSize::new(0.0, 0.0); n],
-                weights: vec![1.0; n],
-                ..StepReport::default()
-            },
+            driver: Driver::new(ensemble, false),
         })
     }
 
     /// The chains.
     pub fn ensemble(&self) -> &E {
-        &self.ensemble
+        &self.driver.ensemble
     }
 
     /// The configuration.
@@ -99,7 +88,7 @@ impl<E: Ensemble> Sgmcmc<E> {
 
     /// Gives the chains back.
     pub fn into_ensemble(self) -> E {
-        self.ensemble
+        self.driver.ensemble
     }
 }
 
@@ -107,28 +96,19 @@ impl<E: Ensemble> Sampler for Sgmcmc<E> {
     type Batch = E::Batch;
 
     fn n_chains(&self) -> usize {
-        self.ensemble.n_chains()
+        self.driver.ensemble.n_chains()
     }
 
     fn steps_done(&self) -> u64 {
-        self.step
+        self.driver.step
     }
 
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
-        let k = self.step;
-        let energies = self.ensemble.estimate(batch)?;
-        check_finite(energies, k)?;
-        self.report.energies.copy_from_slice(energies);
-        let (step_size, phase) = self.config.step_size(k);
-        let c = self.config.kernel.coefficients(&step_size)?;
-        self.coefs.fill(c);
-        self.report.step_sizes.fill(step_size);
-        let refresh = self.config.kernel.refreshes_at(k);
-        self.ensemble
-            .apply(&self.config.kernel, &self.coefs, refresh);
-        self.report.step = k;
-        self.report.phase = Some(phase);
-        self.step += 1;
-        Ok(&self.report)
+        self.driver.estimate(batch)?;
+        let (step_size, phase) = self.config.step_size(self.driver.step);
+        for p in 0..self.driver.coefs.len() {
+            self.driver.set_step(p, &self.config.kernel, step_size)?;
+        }
+        Ok(self.driver.apply(&self.config.kernel, phase))
     }
 }

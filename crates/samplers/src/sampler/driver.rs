@@ -1,0 +1,66 @@
+//! The mechanism every sampler shares: estimate energies, check them, set per-chain
+//! coefficients, move the chains, fill the report.
+
+use super::{StepReport, check_finite};
+use crate::control::Phase;
+use crate::ensemble::Ensemble;
+use crate::error::SamplerError;
+use crate::kernel::{Coefficients, Kernel, StepSize};
+
+/// An ensemble with its step counter, per-chain coefficients and report buffer.
+pub(crate) struct Driver<E: Ensemble> {
+    pub(crate) ensemble: E,
+    pub(crate) step: u64,
+    pub(crate) coefs: Vec<Coefficients>,
+    pub(crate) report: StepReport,
+}
+
+impl<E: Ensemble> Driver<E> {
+    /// A driver over `ensemble`; `with_bins` sizes the report's bin vector (contour samplers).
+    pub(crate) fn new(ensemble: E, with_bins: bool) -> Self {
+        let n = ensemble.n_chains();
+        Self {
+            ensemble,
+            step: 0,
+            coefs: vec![[0.0; 3]; n],
+            report: StepReport {
+                energies: vec![0.0; n],
+                step_sizes: vec![StepSize::new(0.0, 0.0); n],
+                bins: if with_bins { vec![0; n] } else { Vec::new() },
+                weights: vec![1.0; n],
+                ..StepReport::default()
+            },
+        }
+    }
+
+    /// Estimates every chain's energy into the report; errors on a non-finite energy.
+    pub(crate) fn estimate(&mut self, batch: &E::Batch) -> Result<(), SamplerError> {
+        let energies = self.ensemble.estimate(batch)?;
+        check_finite(energies, self.step)?;
+        self.report.energies.copy_from_slice(energies);
+        Ok(())
+    }
+
+    /// Sets chain `p`'s step size and kernel coefficients.
+    pub(crate) fn set_step(
+        &mut self,
+        p: usize,
+        kernel: &Kernel,
+        s: StepSize,
+    ) -> Result<(), SamplerError> {
+        self.coefs[p] = kernel.coefficients(&s)?;
+        self.report.step_sizes[p] = s;
+        Ok(())
+    }
+
+    /// Moves every chain with the coefficients set and closes the step's report.
+    pub(crate) fn apply(&mut self, kernel: &Kernel, phase: Phase) -> &StepReport {
+        let k = self.step;
+        self.ensemble
+            .apply(kernel, &self.coefs, kernel.refreshes_at(k));
+        self.report.step = k;
+        self.report.phase = Some(phase);
+        self.step += 1;
+        &self.report
+    }
+}
