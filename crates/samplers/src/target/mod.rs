@@ -1,0 +1,48 @@
+//! What a sampler consumes: stochastic energies and their gradients at full-data scale.
+//!
+//! For a model with parameters `x` and data `d_1..d_N`, the energy is the *sum* energy
+//! `U(x) = -log p(x) - sum_i log p(d_i | x)` and its minibatch estimate on `B`, `|B| = n`, is
+//! `U~(x) = -log p(x) - (N / n) sum_{i in B} log p(d_i | x)` (ALGORITHMS.md, "Notation and
+//! scaling"). Learning rates are at the same full-data scale: a mean-loss learning rate `eta`
+//! corresponds to `lr = eta / N`, and a weight decay `wd` on the mean loss to a prior precision
+//! `N wd`.
+
+pub mod particles;
+pub mod toy;
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+
+use crate::error::TargetError;
+use crate::rng::ChainRng;
+
+/// A stochastic energy estimate for the chains one module hosts.
+pub struct Estimate {
+    /// `U~` of each hosted chain (full-data scale), in row order.
+    pub energies: Vec<f64>,
+    /// Gradients of the summed energies with respect to the module's parameters (chains in
+    /// separate rows do not interact, so row `p` of a gradient is chain `p`'s gradient).
+    pub grads: GradientsParams,
+}
+
+/// A target `pi(x) ∝ exp(-U(x) / tau)` over the parameters of module `M`.
+pub trait Target<M: Module> {
+    /// What one step consumes (a minibatch; `()` for analytic toys).
+    type Batch;
+
+    /// Number of chains one module hosts: 1 for a network, `P` for `P` toy chains stored as the
+    /// rows of one `[P, d]` parameter.
+    fn chains_per_module(&self, model: &M) -> usize;
+
+    /// Stochastic energy and gradient on `batch` at full-data scale. `rngs` holds one stream per
+    /// hosted chain, for targets that inject noise.
+    fn estimate(
+        &self,
+        model: &M,
+        batch: &Self::Batch,
+        rngs: &mut [ChainRng],
+    ) -> Result<Estimate, TargetError>;
+
+    /// Exact full-data energy of each hosted chain (for control variates and diagnostics).
+    fn full_energy(&self, model: &M) -> Result<Vec<f64>, TargetError>;
+}
