@@ -53,6 +53,14 @@ impl<E: Ensemble> Driver<E> {
         Ok(())
     }
 
+    /// Gives every chain the same step size (coefficients computed once).
+    pub(crate) fn set_all(&mut self, kernel: &Kernel, s: StepSize) -> Result<(), SamplerError> {
+        let c = kernel.coefficients(&s)?;
+        self.coefs.fill(c);
+        self.report.step_sizes.fill(s);
+        Ok(())
+    }
+
     /// Moves every chain with the coefficients set and closes the step's report.
     pub(crate) fn apply(&mut self, kernel: &Kernel, phase: Phase) -> &StepReport {
         let k = self.step;

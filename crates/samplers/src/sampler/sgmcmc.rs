@@ -106,9 +106,7 @@ impl<E: Ensemble> Sampler for Sgmcmc<E> {
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
         self.driver.estimate(batch)?;
         let (step_size, phase) = self.config.step_size(self.driver.step);
-        for p in 0..self.driver.coefs.len() {
-            self.driver.set_step(p, &self.config.kernel, step_size)?;
-        }
+        self.driver.set_all(&self.config.kernel, step_size)?;
         Ok(self.driver.apply(&self.config.kernel, phase))
     }
 }
