@@ -263,3 +263,51 @@ fn bench_reports_throughput_and_overhead_ratios() {
         "tensor device",
     );
 }
+
+#[test]
+fn a_contour_run_reports_weighted_and_raw_masses_and_theta() {
+    // CSGLD on the 9-mode target (supplement D.3 settings), 4 chains sharing theta, 2e5 steps:
+    // the importance-weighted masses must be closer to the exact ones than the raw (flattened)
+    // visit frequencies, whose corners exceed the exact 0.049.
+    let dir = tmp("csgld");
+    let o = dir.to_str().unwrap();
+    let out = sgmcmc(&[
+        "toy",
+        "--preset",
+        "nine-mode-csgld",
+        "--chains",
+        "4",
+        "--iters",
+        "200000",
+        "--seed",
+        "3",
+        "--out",
+        o,
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let v = |k: &str| -> Vec<f64> { serde_json::from_value(s[k].clone()).unwrap() };
+    let (w, raw, exact) = (
+        v("mode_masses"),
+        v("raw_mode_masses"),
+        v("exact_mode_masses"),
+    );
+    let l1 = |m: &[f64]| {
+        m.iter()
+            .zip(&exact)
+            .map(|(a, b)| (a - b).abs())
+            .sum::<f64>()
+    };
+    assert!(l1(&w) < l1(&raw), "weighted {} vs raw {}", l1(&w), l1(&raw));
+    assert!((raw[0] + raw[2] + raw[6] + raw[8]) / 4.0 > exact[0]);
+    let theta = v("theta");
+    assert_eq!(theta.len(), 100);
+    assert!((theta.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    assert!(s["bouncy_moves"].as_u64().unwrap() > 0);
+}

@@ -14,6 +14,13 @@ pub struct Thinning {
 }
 
 impl Thinning {
+    /// Whether the pre-move point `x_k` of step `k` is kept (the point a contour sampler's
+    /// importance weight in the step-`k` report refers to); the caller also skips exploration
+    /// steps of cyclical schedules.
+    pub fn keeps(&self, k: u64) -> bool {
+        k >= self.burn_in && (k - self.burn_in).is_multiple_of(self.thin.max(1))
+    }
+
     /// Whether the step of `report` yields a sample. The report describes the move *from* the
     /// sample point, so the position after the step is sample number `report.step + 1`.
     pub fn collects(&self, report: &StepReport) -> bool {
@@ -104,6 +111,7 @@ impl Traces {
 pub struct ModeTraces {
     n_modes: usize,
     chains: Vec<Vec<u16>>,
+    weights: Vec<Vec<f64>>,
 }
 
 impl ModeTraces {
@@ -112,12 +120,19 @@ impl ModeTraces {
         Self {
             n_modes,
             chains: vec![Vec::new(); chains],
+            weights: vec![Vec::new(); chains],
         }
     }
 
-    /// Records the mode of chain `p`'s current sample.
+    /// Records the mode of chain `p`'s current sample (weight 1).
     pub fn push(&mut self, p: usize, mode: usize) {
+        self.push_weighted(p, mode, 1.0);
+    }
+
+    /// Records the mode of chain `p`'s current sample with importance weight `w`.
+    pub fn push_weighted(&mut self, p: usize, mode: usize, w: f64) {
         self.chains[p].push(mode as u16);
+        self.weights[p].push(w);
     }
 
     /// Number of samples per chain.
@@ -142,26 +157,58 @@ impl ModeTraces {
             .collect()
     }
 
-    /// Mode masses (fraction of all samples in each mode) with their Monte Carlo standard
-    /// errors: `sd / sqrt(ESS)` from the indicator traces for fewer than 32 chains, the spread of
-    /// the per-chain means `sd_p / sqrt(P)` for 32 or more independent chains (exact for
-    /// independent chains, whatever their mixing, and O(samples) instead of an FFT per chain).
+    /// Importance-weighted mode masses `sum w 1{mode = i} / sum w` with their Monte Carlo
+    /// standard errors (plain fractions when every weight is 1). The error of the ratio
+    /// estimator is that of the mean of `z_t = w_t (1{m_t = i} - mass_i) / mean(w)`:
+    /// `sd / sqrt(ESS)` of the z traces for fewer than 32 chains, the spread of the per-chain
+    /// means `sd_p / sqrt(P)` for 32 or more independent chains (valid whatever their mixing,
+    /// and O(samples) instead of an FFT per chain).
     pub fn masses(&self) -> (Vec<f64>, Vec<f64>) {
+        let total: f64 = self.weights.iter().flatten().sum();
+        let count: usize = self.weights.iter().map(Vec::len).sum();
+        let mean_w = total / count as f64;
         (0..self.n_modes)
             .map(|i| {
-                let ind = self.indicator(i);
-                let total: usize = ind.iter().map(Vec::len).sum();
-                let mass = ind.iter().flatten().sum::<f64>() / total as f64;
+                let hit = |m: u16| f64::from(u8::from(usize::from(m) == i));
+                let mass = self
+                    .chains
+                    .iter()
+                    .zip(&self.weights)
+                    .flat_map(|(c, w)| c.iter().zip(w).map(move |(m, w)| w * hit(*m)))
+                    .sum::<f64>()
+                    / total;
+                let z: Vec<Vec<f64>> = self
+                    .chains
+                    .iter()
+                    .zip(&self.weights)
+                    .map(|(c, w)| {
+                        c.iter()
+                            .zip(w)
+                            .map(|(m, w)| w * (hit(*m) - mass) / mean_w)
+                            .collect()
+                    })
+                    .collect();
                 let se = if !(mass > 0.0 && mass < 1.0) {
                     0.0
-                } else if ind.len() >= 32 {
-                    crate::diagnostics::between_chain_se(&ind)
+                } else if z.len() >= 32 {
+                    crate::diagnostics::between_chain_se(&z)
                 } else {
-                    crate::diagnostics::mcse(&ind)
+                    crate::diagnostics::mcse(&z)
                 };
                 (mass, se)
             })
             .unzip()
+    }
+
+    /// The unweighted fraction of samples in each mode (the flattened law a contour sampler
+    /// actually visits).
+    pub fn raw_masses(&self) -> Vec<f64> {
+        let n: usize = self.chains.iter().map(Vec::len).sum();
+        let mut m = vec![0.0; self.n_modes];
+        for &k in self.chains.iter().flatten() {
+            m[usize::from(k)] += 1.0 / n as f64;
+        }
+        m
     }
 }
 

@@ -1,8 +1,11 @@
 //! The `toy` experiment's configuration: defaults < preset < `--config file.toml` < flags.
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::control::{Cyclical, Schedule};
+use sgmcmc_samplers::control::{
+    Cyclical, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, Schedule, ThetaInit,
+};
 use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::sampler::ContourConfig;
 use sgmcmc_samplers::sampler::SgmcmcConfig;
 use sgmcmc_samplers::target::toy::Noise;
 
@@ -25,7 +28,29 @@ pub const SAMPLER_NAMES: &[(&str, &str)] = &[
         "annealed-sgld",
         "SGLD with the temperature divided by anneal_factor every epoch",
     ),
+    (
+        "csgld",
+        "contour SGLD: power field, importance weights (all chains share theta)",
+    ),
+    ("csghmc", "contour SGHMC"),
+    ("pcsgld", "contour pSGLD"),
+    (
+        "icsgld",
+        "interacting contour SGLD: P chains share theta, interacting field",
+    ),
+    (
+        "awsgld",
+        "adaptively weighted SGLD: cumulative field, reweighted to target_temperature",
+    ),
 ];
+
+/// The sampler a toy run builds.
+pub enum SamplerSpec {
+    /// Independent chains of one kernel.
+    Plain(SgmcmcConfig),
+    /// A contour sampler (weights, shared theta).
+    Contour(ContourConfig),
+}
 
 /// Starting points of the chains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -87,6 +112,29 @@ pub struct ToyConfig {
     pub gradient_noise: Option<Noise>,
     /// Override of the target's energy noise.
     pub energy_noise: Option<Noise>,
+    /// Contour samplers: tuning parameter zeta.
+    pub zeta: f64,
+    /// Contour samplers: number of energy bins m.
+    pub bins: usize,
+    /// Contour samplers: bin width du.
+    pub du: f64,
+    /// Contour samplers: lower energy edge (default: one below the minimum energy on the
+    /// target's support, as the reference code does).
+    pub u_min: Option<f64>,
+    /// Contour samplers: omega_k = min(omega_max, omega_a / (k^omega_alpha + omega_b)).
+    pub omega_max: f64,
+    /// See `omega_max`.
+    pub omega_a: f64,
+    /// See `omega_max`.
+    pub omega_alpha: f64,
+    /// See `omega_max`.
+    pub omega_b: f64,
+    /// Contour samplers: initial theta (default decreasing; increasing for awsgld).
+    pub theta_init: Option<ThetaInit>,
+    /// Contour samplers: multiplier differencing (backward = eq. 8, forward = supplement D.1).
+    pub multiplier_scheme: MultiplierScheme,
+    /// AWSGLD: the target temperature T the samples are reweighted to (default: temperature).
+    pub target_temperature: Option<f64>,
     /// Rows of `metrics.csv` (evenly spaced logging points).
     pub log_points: u64,
     /// At most this many samples go to `samples.csv` and the plot.
@@ -119,6 +167,17 @@ impl Default for ToyConfig {
             steps_per_epoch: 1000,
             gradient_noise: None,
             energy_noise: None,
+            zeta: 0.75,
+            bins: 100,
+            du: 0.25,
+            u_min: None,
+            omega_max: 0.003,
+            omega_a: 10.0,
+            omega_alpha: 0.8,
+            omega_b: 100.0,
+            theta_init: None,
+            multiplier_scheme: MultiplierScheme::Backward,
+            target_temperature: None,
             log_points: 1000,
             max_plot_samples: 20_000,
         }
@@ -152,7 +211,48 @@ impl ToyConfig {
         Ok(())
     }
 
-    /// The sampler configuration for `self.sampler`.
+    /// The sampler for `self.sampler`; `min_energy` locates the default partition.
+    pub fn sampler_spec(&self, min_energy: f64) -> Result<SamplerSpec, AppError> {
+        let contour = |kernel: &str, field: RandomField, init: ThetaInit| {
+            let base = ToyConfig {
+                sampler: kernel.into(),
+                ..self.clone()
+            }
+            .sampler_config()?;
+            let config = ContourConfig {
+                base,
+                partition: EnergyPartition::new(
+                    self.u_min.unwrap_or(min_energy - 1.0),
+                    self.du,
+                    self.bins,
+                )?,
+                field,
+                zeta: self.zeta,
+                omega: SaStepSize {
+                    omega_max: self.omega_max,
+                    a: self.omega_a,
+                    alpha: self.omega_alpha,
+                    b: self.omega_b,
+                },
+                init: self.theta_init.clone().unwrap_or(init),
+                scheme: self.multiplier_scheme,
+                multiplier_clip: None,
+                target_temperature: self.target_temperature,
+            };
+            config.validate()?;
+            Ok(SamplerSpec::Contour(config))
+        };
+        match self.sampler.as_str() {
+            "csgld" => contour("sgld", RandomField::Power, ThetaInit::Decreasing),
+            "csghmc" => contour("sghmc", RandomField::Power, ThetaInit::Decreasing),
+            "pcsgld" => contour("psgld", RandomField::Power, ThetaInit::Decreasing),
+            "icsgld" => contour("sgld", RandomField::Interacting, ThetaInit::Decreasing),
+            "awsgld" => contour("sgld", RandomField::Cumulative, ThetaInit::Increasing),
+            _ => Ok(SamplerSpec::Plain(self.sampler_config()?)),
+        }
+    }
+
+    /// The configuration of a plain (non-contour) sampler `self.sampler`.
     pub fn sampler_config(&self) -> Result<SgmcmcConfig, AppError> {
         let cyclical = || {
             Schedule::Cyclical(Cyclical {

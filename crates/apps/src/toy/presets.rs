@@ -61,6 +61,26 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
             cycles: 20,
             ..base
         },
+        "nine-mode-csgld" => ToyConfig {
+            target: "nine-mode".into(),
+            sampler: "csgld".into(),
+            iters: 400_000,
+            lr: 1e-3,
+            ..base
+        },
+        "twenty-five-mode-icsgld" => ToyConfig {
+            target: "twenty-five-mode".into(),
+            sampler: "icsgld".into(),
+            chains: 5,
+            iters: 80_000,
+            lr: 3e-3,
+            du: 0.125,
+            omega_max: 3e-3,
+            omega_a: 1.0,
+            omega_alpha: 0.6,
+            omega_b: 100.0,
+            ..base
+        },
         "twenty-five-mode-sgld" => ToyConfig {
             target: "twenty-five-mode".into(),
             sampler: "sgld".into(),

@@ -36,6 +36,8 @@ pub struct ToySummary {
     pub mode_masses: Option<Vec<f64>>,
     /// Monte Carlo standard error of each mode mass (`sd / sqrt(ESS)`).
     pub mode_mass_se: Option<Vec<f64>>,
+    /// Unweighted fraction of samples per mode (contour samplers visit a flattened law).
+    pub raw_mode_masses: Option<Vec<f64>>,
     /// Exact mode masses by quadrature at the run's temperature.
     pub exact_mode_masses: Option<Vec<f64>>,
     /// `sum_i |mode_masses_i - exact_i|`.
@@ -44,6 +46,10 @@ pub struct ToySummary {
     pub rhat_x0: f64,
     /// Effective sample size of the first coordinate.
     pub ess_x0: f64,
+    /// Final theta of a contour sampler.
+    pub theta: Option<Vec<f64>>,
+    /// Moves with a negative gradient multiplier (contour samplers).
+    pub bouncy_moves: u64,
 }
 
 /// Builds the summary of an outcome.
@@ -52,17 +58,31 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
     let grid = quadrature::default_grid(potential);
     let exact_mean = potential
         .support()
-        .map(|_| quadrature::mean(potential, cfg.temperature, grid))
+        .map(|_| {
+            quadrature::mean(
+                potential,
+                cfg.target_temperature.unwrap_or(cfg.temperature),
+                grid,
+            )
+        })
         .transpose()?;
+    // Weighted estimates target pi at the reweighting temperature.
+    let tau = cfg.target_temperature.unwrap_or(cfg.temperature);
     let (mode_masses, mode_mass_se, exact, l1, labels) = match (&out.modes, potential.modes()) {
         (Some(traces), Some(map)) => {
             let (m, se) = traces.masses();
-            let exact = quadrature::mode_masses(potential, cfg.temperature, grid)?;
+            let exact = quadrature::mode_masses(potential, tau, grid)?;
             let l1 = m.iter().zip(&exact).map(|(a, b)| (a - b).abs()).sum();
             (Some(m), Some(se), Some(exact), Some(l1), Some(map.labels()))
         }
         _ => (None, None, None, None, None),
     };
+    let contour = out.theta.is_some();
+    let raw_mode_masses = out
+        .modes
+        .as_ref()
+        .filter(|_| contour)
+        .map(|t| t.raw_masses());
     let steps_per_second = cfg.iters as f64 / out.wall_seconds.max(1e-12);
     Ok(ToySummary {
         header: RunHeader {
@@ -82,10 +102,13 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         mode_labels: labels,
         mode_masses,
         mode_mass_se,
+        raw_mode_masses,
         exact_mode_masses: exact,
         mode_mass_l1: l1,
         rhat_x0: split_rhat(&out.x0.chains),
         ess_x0: ess(&out.x0.chains),
+        theta: out.theta.clone(),
+        bouncy_moves: out.bouncy_moves,
     })
 }
 

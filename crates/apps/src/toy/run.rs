@@ -3,13 +3,14 @@
 use std::time::Instant;
 
 use sgmcmc_samplers::collect::{ModeTraces, Thinning, Traces, WeightedMean};
-use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
+use sgmcmc_samplers::control::Phase;
+use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Sampler, Sgmcmc};
+use sgmcmc_samplers::sampler::{Contour, Sampler, Sgmcmc};
 use sgmcmc_samplers::target::particles::Particles;
 use sgmcmc_samplers::target::toy::{self, NoiseModel, ToyTarget};
 
-use super::config::{Init, ToyConfig};
+use super::config::{Init, SamplerSpec, ToyConfig};
 use crate::error::AppError;
 use crate::progress;
 
@@ -29,27 +30,71 @@ pub struct ToyOutcome {
     pub metrics: Vec<Vec<f64>>,
     /// Wall time of the sampling loop.
     pub wall_seconds: f64,
+    /// Final theta of a contour sampler.
+    pub theta: Option<Vec<f64>>,
+    /// Moves with a negative gradient multiplier (contour samplers).
+    pub bouncy_moves: u64,
 }
 
-/// The positions of all chains after a step, for collectors.
-trait Positions {
+/// Where toy chains keep their positions.
+trait ToyChains {
     fn positions_into(&self, out: &mut Vec<f64>);
 }
 
-impl Positions for Sgmcmc<HostEnsemble> {
+impl ToyChains for HostEnsemble {
     fn positions_into(&self, out: &mut Vec<f64>) {
         out.clear();
-        out.extend_from_slice(self.ensemble().positions());
+        out.extend_from_slice(self.positions());
     }
 }
 
-impl Positions for Sgmcmc<ModuleEnsemble<Particles, ToyTarget>> {
+impl ToyChains for ModuleEnsemble<Particles, ToyTarget> {
     fn positions_into(&self, out: &mut Vec<f64>) {
         out.clear();
-        for m in self.ensemble().modules() {
+        for m in self.modules() {
             out.extend(m.rows().into_iter().flatten());
         }
     }
+}
+
+/// What the toy runner needs from a sampler beyond [`Sampler`].
+trait ToySampler: Sampler<Batch = ()> {
+    fn positions_into(&self, out: &mut Vec<f64>);
+    fn theta(&self) -> Option<Vec<f64>> {
+        None
+    }
+}
+
+impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for Sgmcmc<E> {
+    fn positions_into(&self, out: &mut Vec<f64>) {
+        self.ensemble().positions_into(out);
+    }
+}
+
+impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for Contour<E> {
+    fn positions_into(&self, out: &mut Vec<f64>) {
+        self.ensemble().positions_into(out);
+    }
+    fn theta(&self) -> Option<Vec<f64>> {
+        Some(self.theta().theta().to_vec())
+    }
+}
+
+/// The lowest energy on a grid over the target's support (or at the starting points), which
+/// places the default energy partition.
+fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
+    let p = target.potential();
+    let at_starts = starts
+        .iter()
+        .map(|x| p.energy(x))
+        .fold(f64::INFINITY, f64::min);
+    let Some(support) = p.support() else {
+        return at_starts;
+    };
+    let n = if support.len() == 1 { 20_000 } else { 400 };
+    let mut umin = at_starts;
+    let _ = toy::quadrature::visit_grid(p, 1.0, n, |x, _| umin = umin.min(p.energy(x)));
+    umin
 }
 
 /// The target of `cfg` with its noise overrides.
@@ -95,24 +140,35 @@ pub fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, AppE
 pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppError> {
     cfg.validate()?;
     let target = build_target(cfg)?;
-    let sampler_cfg = cfg.sampler_config()?;
     let starts = starts(cfg, &target)?;
+    let spec = cfg.sampler_spec(min_energy(&target, &starts))?;
     match cfg.device.device()? {
         None => {
             let ens = HostEnsemble::new(target.clone(), &starts, cfg.seed)?;
-            let mut s = Sgmcmc::new(sampler_cfg, ens)?;
-            drive(&mut s, cfg, target, show_progress)
+            drive_spec(spec, ens, cfg, target, show_progress)
         }
         Some(device) => {
             let particles = Particles::from_rows(&starts, &device)?;
             let ens = ModuleEnsemble::new(target.clone(), vec![particles], cfg.seed)?;
-            let mut s = Sgmcmc::new(sampler_cfg, ens)?;
-            drive(&mut s, cfg, target, show_progress)
+            drive_spec(spec, ens, cfg, target, show_progress)
         }
     }
 }
 
-fn drive<S: Sampler<Batch = ()> + Positions>(
+fn drive_spec<E: Ensemble<Batch = ()> + ToyChains>(
+    spec: SamplerSpec,
+    ens: E,
+    cfg: &ToyConfig,
+    target: ToyTarget,
+    show_progress: bool,
+) -> Result<ToyOutcome, AppError> {
+    match spec {
+        SamplerSpec::Plain(c) => drive(&mut Sgmcmc::new(c, ens)?, cfg, target, show_progress),
+        SamplerSpec::Contour(c) => drive(&mut Contour::new(c, ens)?, cfg, target, show_progress),
+    }
+}
+
+fn drive<S: ToySampler>(
     sampler: &mut S,
     cfg: &ToyConfig,
     target: ToyTarget,
@@ -145,8 +201,15 @@ fn drive<S: Sampler<Batch = ()> + Positions>(
     );
     let tick = (cfg.iters / 200).max(1);
     let start = Instant::now();
+    let mut bouncy_moves = 0;
     for k in 0..cfg.iters {
+        // A sample is the pre-move point x_k: the report of step k carries its weight.
+        let keep = thinning.keeps(k);
+        if keep {
+            sampler.positions_into(&mut pos);
+        }
         let report = sampler.step(&())?;
+        bouncy_moves = report.bouncy_moves;
         if k % log_every == 0 || k + 1 == cfg.iters {
             let e = &report.energies;
             let s = report.step_sizes[0];
@@ -159,13 +222,13 @@ fn drive<S: Sampler<Batch = ()> + Positions>(
                 e.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             ]);
         }
-        if thinning.collects(report) {
-            sampler.positions_into(&mut pos);
+        if keep && report.phase != Some(Phase::Exploration) {
             for (c, x) in pos.chunks(d).enumerate() {
+                let w = report.weights[c];
                 if let (Some(m), Some(map)) = (modes.as_mut(), mode_map) {
-                    m.push(c, map.mode_of(x));
+                    m.push_weighted(c, map.mode_of(x), w);
                 }
-                mean.add(x, 1.0);
+                mean.add(x, w);
                 if n_collections.is_multiple_of(plot_every) {
                     plot_samples.push(x.to_vec());
                 }
@@ -186,5 +249,7 @@ fn drive<S: Sampler<Batch = ()> + Positions>(
         plot_samples,
         metrics,
         wall_seconds: start.elapsed().as_secs_f64(),
+        theta: sampler.theta(),
+        bouncy_moves,
     })
 }
