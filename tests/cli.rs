@@ -18,6 +18,11 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// The `summary.json` of a run directory.
+fn summary(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
 /// Asserts exit `code` and a single stderr line containing `needle`.
 fn fails_with(args: &[&str], code: i32, needle: &str) {
     let out = sgmcmc(args);
@@ -197,8 +202,7 @@ fn a_toy_run_writes_the_contracted_outputs() {
     ] {
         assert!(dir.join(f).is_file(), "missing {f}");
     }
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&dir);
     for key in [
         "sampler",
         "target",
@@ -247,8 +251,7 @@ fn bench_reports_throughput_and_overhead_ratios() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&dir);
     let figures = s["figures"].as_array().unwrap();
     assert_eq!(figures.len(), 6 + 3, "{s}");
     assert!(
@@ -290,8 +293,7 @@ fn a_contour_run_reports_weighted_and_raw_masses_and_theta() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let s = summary(&dir);
     let v = |k: &str| -> Vec<f64> { serde_json::from_value(s[k].clone()).unwrap() };
     let (w, raw, exact) = (
         v("mode_masses"),
