@@ -18,6 +18,13 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// Runs the CLI and asserts success.
+fn succeeds(args: &[&str]) {
+    let out = sgmcmc(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+}
+
 /// The `summary.json` of a run directory.
 fn summary(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
@@ -169,7 +176,7 @@ fn divergence_names_the_chain_and_the_step_and_exits_1() {
 fn a_toy_run_writes_the_contracted_outputs() {
     let dir = tmp("run");
     let o = dir.to_str().unwrap();
-    let out = sgmcmc(&[
+    succeeds(&[
         "toy",
         "--target",
         "nine-mode",
@@ -187,11 +194,6 @@ fn a_toy_run_writes_the_contracted_outputs() {
         o,
         "--quiet",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     for f in [
         "config.toml",
         "metrics.csv",
@@ -222,7 +224,7 @@ fn a_toy_run_writes_the_contracted_outputs() {
     assert!((masses.iter().sum::<f64>() - 1.0).abs() < 1e-9);
     // config.toml round-trips: feeding it back reproduces the run exactly.
     let again = tmp("again");
-    let out = sgmcmc(&[
+    succeeds(&[
         "toy",
         "--config",
         dir.join("config.toml").to_str().unwrap(),
@@ -230,11 +232,6 @@ fn a_toy_run_writes_the_contracted_outputs() {
         again.to_str().unwrap(),
         "--quiet",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert_eq!(
         std::fs::read(dir.join("samples.csv")).unwrap(),
         std::fs::read(again.join("samples.csv")).unwrap()
@@ -245,12 +242,7 @@ fn a_toy_run_writes_the_contracted_outputs() {
 fn bench_reports_throughput_and_overhead_ratios() {
     let dir = tmp("bench");
     let o = dir.to_str().unwrap();
-    let out = sgmcmc(&["bench", "--seconds", "0.05", "--no-cnn", "--out", o]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(&["bench", "--seconds", "0.05", "--no-cnn", "--out", o]);
     let s = summary(&dir);
     let figures = s["figures"].as_array().unwrap();
     assert_eq!(figures.len(), 6 + 3, "{s}");
@@ -274,7 +266,7 @@ fn a_contour_run_reports_weighted_and_raw_masses_and_theta() {
     // visit frequencies, whose corners exceed the exact 0.049.
     let dir = tmp("csgld");
     let o = dir.to_str().unwrap();
-    let out = sgmcmc(&[
+    succeeds(&[
         "toy",
         "--preset",
         "nine-mode-csgld",
@@ -288,11 +280,6 @@ fn a_contour_run_reports_weighted_and_raw_masses_and_theta() {
         o,
         "--quiet",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let s = summary(&dir);
     let v = |k: &str| -> Vec<f64> { serde_json::from_value(s[k].clone()).unwrap() };
     let (w, raw, exact) = (

@@ -16,10 +16,12 @@ pub enum TensorCoef {
 }
 
 impl TensorCoef {
-    /// Builds the coefficient from one value per hosted chain.
+    /// Builds the coefficient from one value per hosted chain: a scalar when every chain has
+    /// the same value (one chain, or a sampler whose chains share their step size), so only
+    /// chain-specific coefficients (e.g. contour multipliers) cost an upload.
     pub fn from_values(values: &[f64], device: &Device) -> Self {
-        if values.len() == 1 {
-            Self::Scalar(values[0])
+        if values.windows(2).all(|w| w[0] == w[1]) {
+            Self::Scalar(values.first().copied().unwrap_or(0.0))
         } else {
             let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();
             Self::Column(Box::new(Tensor::from_data(
