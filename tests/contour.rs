@@ -28,6 +28,7 @@ fn csgld(
         scheme: MultiplierScheme::Backward,
         multiplier_clip: None,
         target_temperature: None,
+        weights: Default::default(),
     }
 }
 

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::control::{
     Cyclical, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, Schedule, ThetaInit,
+    WeightRule,
 };
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::sampler::ContourConfig;
@@ -135,6 +136,8 @@ pub struct ToyConfig {
     pub multiplier_scheme: MultiplierScheme,
     /// AWSGLD: the target temperature T the samples are reweighted to (default: temperature).
     pub target_temperature: Option<f64>,
+    /// Importance weights of contour samplers: `bin` (theta[J]^zeta) or `interpolated` (eq. 5).
+    pub weights: WeightRule,
     /// Rows of `metrics.csv` (evenly spaced logging points).
     pub log_points: u64,
     /// At most this many samples go to `samples.csv` and the plot.
@@ -178,6 +181,7 @@ impl Default for ToyConfig {
             theta_init: None,
             multiplier_scheme: MultiplierScheme::Backward,
             target_temperature: None,
+            weights: WeightRule::Bin,
             log_points: 1000,
             max_plot_samples: 20_000,
         }
@@ -238,6 +242,7 @@ impl ToyConfig {
                 scheme: self.multiplier_scheme,
                 multiplier_clip: None,
                 target_temperature: self.target_temperature,
+                weights: self.weights,
             };
             config.validate()?;
             Ok(SamplerSpec::Contour(config))

@@ -15,4 +15,4 @@ pub use cyclical::{Cyclical, Phase};
 pub use partition::EnergyPartition;
 pub use sa_step::SaStepSize;
 pub use schedule::Schedule;
-pub use theta::{ContourTheta, MultiplierScheme, RandomField, ThetaInit};
+pub use theta::{ContourTheta, MultiplierScheme, RandomField, ThetaInit, WeightRule};

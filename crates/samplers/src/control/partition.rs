@@ -52,6 +52,13 @@ impl EnergyPartition {
         }
     }
 
+    /// `(u - lower edge of bin j) / du`, with bin 0's lower edge at `u_min` (in `[0, 1]` inside
+    /// the inner bins; outside it in the outer bins).
+    #[inline]
+    pub fn offset(&self, j: usize, u: f64) -> f64 {
+        (u - self.u_min) / self.du - j as f64
+    }
+
     /// Upper edge of bin `i`.
     pub fn upper(&self, i: usize) -> f64 {
         if i + 1 >= self.m {

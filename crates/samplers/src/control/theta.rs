@@ -46,6 +46,24 @@ pub enum MultiplierScheme {
     Forward,
 }
 
+/// Which flattening an importance weight undoes.
+///
+/// The sampler's stationary law is `pi(x) / Psi_theta(U(x))^zeta` with `Psi_theta` the
+/// piecewise log-linear interpolation of `theta` across each bin (CSGLD paper eq. 5): the
+/// multiplier is exactly `1 + zeta tau d ln Psi / du`, so `Psi^zeta` is the weight that undoes the
+/// flattening the dynamics actually apply. `Bin` is the papers' estimator (eq. 10 of the CSGLD
+/// paper, `theta[J]^zeta`, `Psi` at one edge of the bin); its error inside a bin is
+/// `zeta |ln theta[J] - ln theta[J-1]|` at most, which is small only for fine partitions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WeightRule {
+    /// `theta[J]^zeta` (the papers and the reference code).
+    #[default]
+    Bin,
+    /// `Psi_theta(U)^zeta`, interpolated inside the bin as the multiplier is.
+    Interpolated,
+}
+
 /// Initial `theta`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -169,14 +187,19 @@ impl ContourTheta {
         self.zeta
     }
 
+    /// The entries `(hi, lo)` whose log-ratio the multiplier of bin `j` uses.
+    #[inline]
+    fn pair(&self, j: usize) -> (usize, usize) {
+        match self.scheme {
+            MultiplierScheme::Backward => (j, j.saturating_sub(1)),
+            MultiplierScheme::Forward => ((j + 1).min(self.theta.len() - 1), j),
+        }
+    }
+
     /// The gradient multiplier `psi` of a chain in bin `j` at temperature `tau` (bin width `du`).
     #[inline]
     pub fn multiplier(&self, j: usize, tau: f64, du: f64) -> f64 {
-        let m = self.theta.len();
-        let (hi, lo) = match self.scheme {
-            MultiplierScheme::Backward => (j, j.saturating_sub(1)),
-            MultiplierScheme::Forward => ((j + 1).min(m - 1), j),
-        };
+        let (hi, lo) = self.pair(j);
         let psi = 1.0 + self.zeta * tau / du * (self.theta[hi].ln() - self.theta[lo].ln());
         match self.clip {
             Some((a, b)) => psi.clamp(a, b),
@@ -193,6 +216,21 @@ impl ContourTheta {
     /// `ln theta[j]^zeta`, for weights that underflow (large `zeta`).
     pub fn log_weight(&self, j: usize) -> f64 {
         self.zeta * self.theta[j].ln()
+    }
+
+    /// `ln Psi_theta(u)^zeta` for an energy in bin `j` at `offset = (u - lower edge) / du`
+    /// (CSGLD paper eq. 5; continuous in `u`, extrapolated beyond the outer edges exactly as the
+    /// constant multiplier of the outer bins integrates). Assumes an unclipped multiplier.
+    #[inline]
+    pub fn log_flattening(&self, j: usize, offset: f64) -> f64 {
+        let (hi, lo) = self.pair(j);
+        let (a, b) = (self.theta[lo].ln(), self.theta[hi].ln());
+        self.zeta * (a + offset * (b - a))
+    }
+
+    /// Whether the multiplier is clipped.
+    pub fn clipped(&self) -> bool {
+        self.clip.is_some()
     }
 
     /// One stochastic-approximation update with step `omega in (0, 1)` from the bins of all

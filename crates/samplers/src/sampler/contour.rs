@@ -10,7 +10,8 @@
 //!    `p` with `StepSize { lr, tau, multiplier: psi_p }` (SGLD gives CSGLD, SGHMC gives CSGHMC,
 //!    pSGLD gives pCSGLD).
 //!
-//! The sample `x_p` (before the move) carries the importance weight `theta[J_p]^zeta`
+//! The sample `x_p` (before the move) carries the importance weight `theta[J_p]^zeta`, or with
+//! [`WeightRule::Interpolated`] the exact `Psi_theta(U~(x_p))^zeta` of eq. 5
 //! (times `exp(-U~ (1/T - 1/tau))` when a target temperature `T` below the sampling temperature
 //! `tau` is set, AWSGLD's reweighting to `pi_T`). With `P > 1` chains all share one `theta`:
 //! with the `interacting` field this is ICSGLD, and only the bins `J_p` cross between chains.
@@ -22,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::driver::Driver;
 use super::{Sampler, SgmcmcConfig, StepReport, check_finite};
 use crate::control::{
-    ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit,
+    ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
 use crate::ensemble::Ensemble;
 use crate::error::{SamplerError, check, positive};
@@ -49,6 +50,9 @@ pub struct ContourConfig {
     pub multiplier_clip: Option<(f64, f64)>,
     /// Target temperature `T <= tau` to reweight to (AWSGLD); `None` = the sampling temperature.
     pub target_temperature: Option<f64>,
+    /// How importance weights read theta.
+    #[serde(default)]
+    pub weights: WeightRule,
 }
 
 impl ContourConfig {
@@ -63,6 +67,12 @@ impl ContourConfig {
             "omega_max",
             w1,
             "omega_k must stay below 1 to keep theta positive",
+        )?;
+        check(
+            !(self.weights == WeightRule::Interpolated && self.multiplier_clip.is_some()),
+            "multiplier_clip",
+            self.multiplier_clip.map_or(0.0, |c| c.0),
+            "interpolated weights integrate the unclipped multiplier; use bin weights with clipping",
         )?;
         if let Some(t) = self.target_temperature {
             positive("target_temperature", t)?;
@@ -158,8 +168,15 @@ impl<E: Ensemble> Contour<E> {
                     ..base
                 },
             )?;
-            d.report.weights[p] =
-                (self.theta.log_weight(j) - reweight * d.report.energies[p]).exp();
+            let u = d.report.energies[p];
+            let log_w = match self.config.weights {
+                WeightRule::Bin => self.theta.log_weight(j),
+                WeightRule::Interpolated => {
+                    let u_bin = bin_energies.map_or(u, |e| e[p]);
+                    self.theta.log_flattening(j, partition.offset(j, u_bin))
+                }
+            };
+            d.report.weights[p] = (log_w - reweight * u).exp();
         }
         Ok(d.apply(&self.config.base.kernel, phase))
     }

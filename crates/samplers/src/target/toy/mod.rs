@@ -5,6 +5,8 @@
 //! `U~ = U + sigma_e xi'`, fresh each call; ALGORITHMS.md). Targets with several modes carry a
 //! [`ModeMap`]; exact mode masses come from numerical integration ([`quadrature`]).
 
+pub mod benchmarks;
+pub mod energy_bins;
 pub mod gaussian;
 pub mod grid_modes;
 pub mod mixture;
@@ -17,6 +19,7 @@ pub mod trig_modes;
 use std::fmt::Debug;
 use std::sync::Arc;
 
+pub use benchmarks::{BENCHMARKS, BenchmarkFunction};
 pub use gaussian::Gaussian;
 pub use mixture::Mixture1d;
 pub use noise::{Noise, NoiseDist, NoiseModel};

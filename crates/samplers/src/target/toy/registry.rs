@@ -34,8 +34,12 @@ pub const TARGET_NAMES: &[(&str, &str)] = &[
         "0.4 N(-6,0.7^2) + 0.6 N(4,0.5^2) (thesis 2.5.1), energy noise 7 t(10)",
     ),
     (
+        "normal",
+        "N(0,1) (thesis 7.2.1, AWSGLD CDF estimation), gradient noise N(0, 0.1^2)",
+    ),
+    (
         "mixture-awsgld",
-        "0.4 N(-2,1) + 0.6 N(1,1) (thesis 7.2.1), exact gradients",
+        "0.4 N(-2,1) + 0.6 N(1,1) (thesis 7.2.1), gradient noise N(0, 0.1^2)",
     ),
     (
         "nine-mode",
@@ -86,9 +90,13 @@ pub fn by_name(name: &str) -> Result<ToyTarget, TargetError> {
             Arc::new(Mixture1d::new(&[(0.4, -6.0, 0.7), (0.6, 4.0, 0.5)])?),
             energy_only(Noise::student_t(7.0, 10.0)),
         ),
+        "normal" => (
+            Arc::new(Mixture1d::new(&[(1.0, 0.0, 1.0)])?),
+            NoiseModel::gradient(0.1),
+        ),
         "mixture-awsgld" => (
             Arc::new(Mixture1d::new(&[(0.4, -2.0, 1.0), (0.6, 1.0, 1.0)])?),
-            NoiseModel::EXACT,
+            NoiseModel::gradient(0.1),
         ),
         "nine-mode" => (Arc::new(NineMode::new()), both(0.1f64.sqrt())),
         "twenty-five-mode" => (Arc::new(TwentyFiveMode::new()), both(0.1)),
