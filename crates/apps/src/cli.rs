@@ -202,6 +202,13 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
         print_list();
         return Ok(());
     }
+    if let Some(p) = a
+        .preset
+        .as_deref()
+        .filter(|p| p.starts_with("awsgld-table"))
+    {
+        return toy::hit_table::run_cli(p, a);
+    }
     let cfg = toy_config(a)?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(

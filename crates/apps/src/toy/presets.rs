@@ -1,5 +1,7 @@
 //! Named toy presets: the papers' settings, and scaled-down variants that run in seconds.
 
+use sgmcmc_samplers::control::{MultiplierScheme, ThetaInit, WeightRule};
+
 use super::config::{Init, ToyConfig};
 
 /// Every preset with a one-line description.
@@ -19,6 +21,39 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
     (
         "twenty-five-mode-cycsgld",
         "25-mode target, cycSGLD x T5 (4e5 iterations), lr0 3e-3 (E.4.2)",
+    ),
+    (
+        "nine-mode-csgld",
+        "9-mode target, CSGLD lr 1e-3, zeta 0.75, 100 bins of 0.25, 4e5 iterations (D.3)",
+    ),
+    (
+        "twenty-five-mode-icsgld",
+        "25-mode target, ICSGLD x P5, lr 3e-3, 100 bins of 0.125, 8e4 iterations (E.4.2)",
+    ),
+    (
+        "mixture-csgld",
+        "0.4 N(-6,1) + 0.6 N(4,1), CSGLD lr 0.1, zeta 0.75, 50 unit bins, 1e7 iterations (Fig. 1)",
+    ),
+    ("mixture-csgld-quick", "the same, 1e6 iterations"),
+    (
+        "mixture-icsgld",
+        "0.4 N(-6,1) + 0.6 N(4,1), ICSGLD x P10, zeta 0.9, 100 unit bins, 1e6 iterations (6.4)",
+    ),
+    (
+        "awsgld-cdf",
+        "N(0,1), AWSGLD zeta 1, 1000 bins of 0.01, 1e7 iterations: theta vs the energy CDF (7.2.1)",
+    ),
+    (
+        "awsgld-cdf-quick",
+        "N(0,1), AWSGLD zeta 1, 100 bins of 0.1, lr 0.02, 2e6 iterations",
+    ),
+    (
+        "awsgld-table",
+        "Table 7.1: iterations to hit on 10 functions, SGLD low/high tau, AW-10, AW-100, 10 seeds",
+    ),
+    (
+        "awsgld-table-quick",
+        "Table 7.1 on G20, R20, PW24, DP25 with 3 seeds",
     ),
     (
         "mixture-csgld-sgld",
@@ -81,6 +116,69 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
             omega_b: 100.0,
             ..base
         },
+        "mixture-csgld" | "mixture-csgld-quick" => ToyConfig {
+            target: "mixture-csgld".into(),
+            sampler: "csgld".into(),
+            iters: if name.ends_with("quick") {
+                1_000_000
+            } else {
+                10_000_000
+            },
+            lr: 0.1,
+            bins: 50,
+            du: 1.0,
+            omega_max: 0.01,
+            omega_a: 1.0,
+            omega_alpha: 0.6,
+            omega_b: 100.0,
+            multiplier_scheme: MultiplierScheme::Forward,
+            theta_init: Some(ThetaInit::Uniform),
+            weights: WeightRule::Interpolated,
+            thin: 10,
+            init: Init::Point(vec![0.0]),
+            ..base
+        },
+        "mixture-icsgld" => ToyConfig {
+            target: "mixture-csgld".into(),
+            sampler: "icsgld".into(),
+            chains: 10,
+            iters: 1_000_000,
+            lr: 0.1,
+            zeta: 0.9,
+            bins: 100,
+            du: 1.0,
+            omega_max: 0.01,
+            omega_a: 1.0,
+            omega_alpha: 0.6,
+            omega_b: 100.0,
+            multiplier_scheme: MultiplierScheme::Forward,
+            theta_init: Some(ThetaInit::Uniform),
+            weights: WeightRule::Interpolated,
+            thin: 10,
+            init: Init::Point(vec![0.0]),
+            ..base
+        },
+        "awsgld-cdf" | "awsgld-cdf-quick" => {
+            let quick = name.ends_with("quick");
+            ToyConfig {
+                target: "normal".into(),
+                sampler: "awsgld".into(),
+                iters: if quick { 2_000_000 } else { 10_000_000 },
+                lr: if quick { 0.02 } else { 0.005 },
+                zeta: 1.0,
+                bins: if quick { 100 } else { 1000 },
+                du: if quick { 0.1 } else { 0.01 },
+                // The partition starts at the minimum energy, -ln of the N(0,1) density at 0.
+                u_min: Some(0.5 * (2.0 * std::f64::consts::PI).ln()),
+                omega_max: 1.0,
+                omega_a: 0.02,
+                omega_alpha: 0.6,
+                omega_b: 100.0,
+                thin: 100,
+                init: Init::Point(vec![0.0]),
+                ..base
+            }
+        }
         "twenty-five-mode-sgld" => ToyConfig {
             target: "twenty-five-mode".into(),
             sampler: "sgld".into(),

@@ -3,10 +3,12 @@
 use std::path::Path;
 
 use serde::Serialize;
+use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::diagnostics::{ess, split_rhat};
+use sgmcmc_samplers::target::toy::energy_bins::energy_bin_masses;
 use sgmcmc_samplers::target::toy::quadrature;
 
-use super::config::ToyConfig;
+use super::config::{SamplerSpec, ToyConfig};
 use super::run::ToyOutcome;
 use crate::error::AppError;
 use crate::output::RunHeader;
@@ -48,6 +50,13 @@ pub struct ToySummary {
     pub ess_x0: f64,
     /// Final theta of a contour sampler.
     pub theta: Option<Vec<f64>>,
+    /// What theta estimates, read off it: the bin masses (`power`: theta; `interacting`:
+    /// theta^zeta normalised) or the energy CDF (`cumulative`: theta^zeta).
+    pub theta_estimate: Option<Vec<f64>>,
+    /// The exact value of `theta_estimate` by quadrature (bin masses, or their running sums).
+    pub theta_exact: Option<Vec<f64>>,
+    /// `max_i |theta_estimate_i - theta_exact_i|`.
+    pub theta_max_error: Option<f64>,
     /// Moves with a negative gradient multiplier (contour samplers).
     pub bouncy_moves: u64,
 }
@@ -83,6 +92,19 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         .as_ref()
         .filter(|_| contour)
         .map(|t| t.raw_masses());
+    let (theta_estimate, theta_exact) = match theta_check(cfg, out)? {
+        Some((e, x)) => (Some(e), Some(x)),
+        None => (None, None),
+    };
+    let theta_max_error = theta_estimate
+        .as_ref()
+        .zip(theta_exact.as_ref())
+        .map(|(e, x)| {
+            e.iter()
+                .zip(x)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max)
+        });
     let steps_per_second = cfg.iters as f64 / out.wall_seconds.max(1e-12);
     Ok(ToySummary {
         header: RunHeader {
@@ -108,8 +130,52 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         rhat_x0: split_rhat(&out.x0.chains),
         ess_x0: ess(&out.x0.chains),
         theta: out.theta.clone(),
+        theta_estimate,
+        theta_exact,
+        theta_max_error,
         bouncy_moves: out.bouncy_moves,
     })
+}
+
+/// `(estimate, exact)` vectors.
+type ThetaCheck = Option<(Vec<f64>, Vec<f64>)>;
+
+/// The estimate theta makes of the energy-bin masses (or CDF) and its exact value, for
+/// contour runs on 1-D and 2-D targets.
+fn theta_check(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ThetaCheck, AppError> {
+    let (Some(theta), Some(_)) = (&out.theta, out.target.potential().support()) else {
+        return Ok(None);
+    };
+    let starts = super::run::starts(cfg, &out.target)?;
+    let SamplerSpec::Contour(c) = cfg.sampler_spec(super::run::min_energy(&out.target, &starts))?
+    else {
+        return Ok(None);
+    };
+    let potential = out.target.potential();
+    let masses = energy_bin_masses(
+        potential,
+        cfg.temperature,
+        quadrature::default_grid(potential),
+        &c.partition,
+    )?;
+    let powered: Vec<f64> = theta.iter().map(|t| t.powf(c.zeta)).collect();
+    Ok(Some(match c.field {
+        RandomField::Power => (theta.clone(), masses),
+        RandomField::Interacting => {
+            let s: f64 = powered.iter().sum();
+            (powered.iter().map(|v| v / s).collect(), masses)
+        }
+        RandomField::Cumulative => {
+            let cdf = masses
+                .iter()
+                .scan(0.0, |acc, v| {
+                    *acc += v;
+                    Some(*acc)
+                })
+                .collect();
+            (powered, cdf)
+        }
+    }))
 }
 
 /// Writes `config.toml`, `metrics.csv`, `samples.csv`, `summary.json` and `samples.png` into `dir`.
@@ -157,5 +223,20 @@ pub fn write_outputs(
         "mean stochastic energy",
         &[("energy", out.metrics.iter().map(|r| (r[0], r[3])).collect())],
     )?;
+    if let (Some(e), Some(x)) = (&summary.theta_estimate, &summary.theta_exact) {
+        let last = x
+            .iter()
+            .rposition(|v| *v > 1e-4 && *v < 1.0 - 1e-4)
+            .unwrap_or(x.len() - 1);
+        let upto = (last + 2).min(x.len());
+        let series = |v: &[f64]| (0..upto).map(|i| (i as f64, v[i])).collect::<Vec<_>>();
+        plot::lines(
+            &dir.join("theta.png"),
+            &format!("theta vs exact: {title}"),
+            "energy bin",
+            "bin mass (or energy CDF)",
+            &[("estimate from theta", series(e)), ("exact", series(x))],
+        )?;
+    }
     output::write_json(&dir.join("summary.json"), summary)
 }

@@ -82,7 +82,7 @@ impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for Contour<E> {
 
 /// The lowest energy on a grid over the target's support (or at the starting points), which
 /// places the default energy partition.
-fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
+pub(crate) fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
     let p = target.potential();
     let at_starts = starts
         .iter()
