@@ -18,9 +18,10 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
     Activation, CnnConfig, Likelihood, MlpConfig, Network, Posterior, Scale, Targets,
 };
+use sgmcmc_samplers::control::{EnergyPartition, RandomField};
 use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
 use sgmcmc_samplers::target::particles::Particles;
 use sgmcmc_samplers::target::toy::by_name;
 
@@ -167,6 +168,26 @@ fn net_rates<M: Network>(
             name: format!("{label}/{name} steps"),
             per_second: r,
         });
+        if name == "sgld" {
+            // The same step as CSGLD: 100 bins, power field (O(m) scalar work per step).
+            let ens = ModuleEnsemble::new(posterior.clone(), vec![make()], 1)?;
+            let cfg = ContourConfig::new(
+                SgmcmcConfig::constant(Kernel::Sgld, 1e-6, 1.0),
+                EnergyPartition::new(0.0, 100.0, 100)?,
+                RandomField::Power,
+                0.75,
+            );
+            let mut c = Contour::new(cfg, ens)?;
+            let rc = rate(a.seconds, || c.step(batch).map(|_| ()).map_err(Into::into))?;
+            figures.push(Figure {
+                name: format!("{label}/csgld steps"),
+                per_second: rc,
+            });
+            ratios.push(Figure {
+                name: format!("{label}/csgld:sgld step time"),
+                per_second: r / rc,
+            });
+        }
         if name == "sgd" {
             sgd = r;
         } else {
@@ -222,7 +243,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let wall = start.elapsed().as_secs_f64();
     let summary = BenchSummary {
         header: RunHeader {
-            sampler: "sgd,sgld,sghmc".into(),
+            sampler: "sgd,sgld,sghmc,csgld".into(),
             target: "twenty-five-mode,mlp13-50-1,cnn".into(),
             seed: 1,
             device: a.device.to_string(),

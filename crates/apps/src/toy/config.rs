@@ -225,8 +225,15 @@ impl ToyConfig {
             .sampler_config()?;
             let config = ContourConfig {
                 base,
+                // One bin width of headroom below the minimum energy (reference CSGLD code);
+                // none for the cumulative field, whose increasing theta would collapse on the
+                // empty bins below the minimum and give the lowest occupied bin a huge multiplier.
                 partition: EnergyPartition::new(
-                    self.u_min.unwrap_or(min_energy - 1.0),
+                    self.u_min.unwrap_or(if field == RandomField::Cumulative {
+                        min_energy
+                    } else {
+                        min_energy - 1.0
+                    }),
                     self.du,
                     self.bins,
                 )?,

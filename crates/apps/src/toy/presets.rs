@@ -168,8 +168,6 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
                 zeta: 1.0,
                 bins: if quick { 100 } else { 1000 },
                 du: if quick { 0.1 } else { 0.01 },
-                // The partition starts at the minimum energy, -ln of the N(0,1) density at 0.
-                u_min: Some(0.5 * (2.0 * std::f64::consts::PI).ln()),
                 omega_max: 1.0,
                 omega_a: 0.02,
                 omega_alpha: 0.6,

@@ -178,7 +178,8 @@ fn theta_check(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ThetaCheck, AppError
     }))
 }
 
-/// Writes `config.toml`, `metrics.csv`, `samples.csv`, `summary.json` and `samples.png` into `dir`.
+/// Writes `config.toml`, `metrics.csv`, `samples.csv`, `summary.json`, `samples.png`,
+/// `energy.png` and, for contour samplers, `theta_trace.csv` and `theta.png` into `dir`.
 pub fn write_outputs(
     dir: &Path,
     cfg: &ToyConfig,
@@ -196,9 +197,19 @@ pub fn write_outputs(
             "energy_mean",
             "energy_min",
             "energy_max",
+            "multiplier_min",
+            "multiplier_max",
+            "bouncy_moves",
         ],
         &out.metrics,
     )?;
+    if let Some(first) = out.theta_trace.first() {
+        let header: Vec<String> = std::iter::once("step".to_string())
+            .chain((1..first.len()).map(|i| format!("theta_{}", i - 1)))
+            .collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        output::write_csv(&dir.join("theta_trace.csv"), &header, &out.theta_trace)?;
+    }
     let d = out.target.dim();
     let header: Vec<String> = (0..d).map(|i| format!("x{i}")).collect();
     let header: Vec<&str> = header.iter().map(String::as_str).collect();

@@ -32,6 +32,8 @@ pub struct ToyOutcome {
     pub wall_seconds: f64,
     /// Final theta of a contour sampler.
     pub theta: Option<Vec<f64>>,
+    /// Theta snapshots of a contour sampler, about 100 over the run: `[step, theta_0, ..]`.
+    pub theta_trace: Vec<Vec<f64>>,
     /// Moves with a negative gradient multiplier (contour samplers).
     pub bouncy_moves: u64,
 }
@@ -186,6 +188,8 @@ fn drive<S: ToySampler>(
         .div_ceil(cfg.max_plot_samples.max(1))
         .max(1);
     let log_every = (cfg.iters / cfg.log_points.max(1)).max(1);
+    let snapshot_every = (cfg.iters / 100).max(1);
+    let mut theta_trace = Vec::new();
     let mode_map = target.potential().modes();
     let mut modes = mode_map.map(|m| ModeTraces::new(m.n_modes(), p));
     let mut mean = WeightedMean::new(d);
@@ -213,6 +217,7 @@ fn drive<S: ToySampler>(
         if k % log_every == 0 || k + 1 == cfg.iters {
             let e = &report.energies;
             let s = report.step_sizes[0];
+            let psi = report.step_sizes.iter().map(|s| s.multiplier);
             metrics.push(vec![
                 k as f64,
                 s.lr,
@@ -220,6 +225,9 @@ fn drive<S: ToySampler>(
                 e.iter().sum::<f64>() / e.len() as f64,
                 e.iter().copied().fold(f64::INFINITY, f64::min),
                 e.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                psi.clone().fold(f64::INFINITY, f64::min),
+                psi.fold(f64::NEG_INFINITY, f64::max),
+                report.bouncy_moves as f64,
             ]);
         }
         if keep && report.phase != Some(Phase::Exploration) {
@@ -236,6 +244,11 @@ fn drive<S: ToySampler>(
             n_collections += 1;
             x0.push(pos.chunks(d).map(|x| x[0]));
         }
+        if k % snapshot_every == 0 || k + 1 == cfg.iters {
+            if let Some(t) = sampler.theta() {
+                theta_trace.push(std::iter::once(k as f64).chain(t).collect());
+            }
+        }
         if k % tick == 0 {
             pb.set_position(k);
         }
@@ -250,6 +263,7 @@ fn drive<S: ToySampler>(
         metrics,
         wall_seconds: start.elapsed().as_secs_f64(),
         theta: sampler.theta(),
+        theta_trace,
         bouncy_moves,
     })
 }

@@ -56,6 +56,38 @@ pub struct ContourConfig {
 }
 
 impl ContourConfig {
+    /// A contour sampler on `base` with the given partition, field and `zeta`, and the common
+    /// defaults: `omega_k = min(0.01, 1 / (k^0.6 + 100))` (thesis 6.4), uniform initial theta,
+    /// the backward multiplier of eq. 8 without clipping, bin weights, no reweighting.
+    pub fn new(
+        base: SgmcmcConfig,
+        partition: EnergyPartition,
+        field: RandomField,
+        zeta: f64,
+    ) -> Self {
+        Self {
+            base,
+            partition,
+            field,
+            zeta,
+            omega: SaStepSize {
+                omega_max: 0.01,
+                a: 1.0,
+                alpha: 0.6,
+                b: 100.0,
+            },
+            init: if field == RandomField::Cumulative {
+                ThetaInit::Increasing
+            } else {
+                ThetaInit::Uniform
+            },
+            scheme: MultiplierScheme::Backward,
+            multiplier_clip: None,
+            target_temperature: None,
+            weights: WeightRule::Bin,
+        }
+    }
+
     /// Checks every hyper-parameter.
     pub fn validate(&self) -> Result<(), SamplerError> {
         self.base.validate()?;
