@@ -164,40 +164,52 @@ impl ModeTraces {
     /// means `sd_p / sqrt(P)` for 32 or more independent chains (valid whatever their mixing,
     /// and O(samples) instead of an FFT per chain).
     pub fn masses(&self) -> (Vec<f64>, Vec<f64>) {
+        let masses = self.point_masses();
+        let ses = masses
+            .iter()
+            .enumerate()
+            .map(|(i, &mass)| self.mass_se(i, mass))
+            .collect();
+        (masses, ses)
+    }
+
+    /// The weighted mode masses alone (one pass, no standard errors).
+    pub fn point_masses(&self) -> Vec<f64> {
+        let mut masses = vec![0.0; self.n_modes];
+        let mut total = 0.0;
+        for (c, w) in self.chains.iter().zip(&self.weights) {
+            for (m, w) in c.iter().zip(w) {
+                masses[usize::from(*m)] += w;
+                total += w;
+            }
+        }
+        masses.iter().map(|m| m / total).collect()
+    }
+
+    /// Monte Carlo standard error of the weighted mass `mass` of mode `i`.
+    fn mass_se(&self, i: usize, mass: f64) -> f64 {
         let total: f64 = self.weights.iter().flatten().sum();
         let count: usize = self.weights.iter().map(Vec::len).sum();
         let mean_w = total / count as f64;
-        (0..self.n_modes)
-            .map(|i| {
-                let hit = |m: u16| f64::from(u8::from(usize::from(m) == i));
-                let mass = self
-                    .chains
-                    .iter()
-                    .zip(&self.weights)
-                    .flat_map(|(c, w)| c.iter().zip(w).map(move |(m, w)| w * hit(*m)))
-                    .sum::<f64>()
-                    / total;
-                let z: Vec<Vec<f64>> = self
-                    .chains
-                    .iter()
-                    .zip(&self.weights)
-                    .map(|(c, w)| {
-                        c.iter()
-                            .zip(w)
-                            .map(|(m, w)| w * (hit(*m) - mass) / mean_w)
-                            .collect()
-                    })
-                    .collect();
-                let se = if !(mass > 0.0 && mass < 1.0) {
-                    0.0
-                } else if z.len() >= 32 {
-                    crate::diagnostics::between_chain_se(&z)
-                } else {
-                    crate::diagnostics::mcse(&z)
-                };
-                (mass, se)
+        let hit = |m: u16| f64::from(u8::from(usize::from(m) == i));
+        let z: Vec<Vec<f64>> = self
+            .chains
+            .iter()
+            .zip(&self.weights)
+            .map(|(c, w)| {
+                c.iter()
+                    .zip(w)
+                    .map(|(m, w)| w * (hit(*m) - mass) / mean_w)
+                    .collect()
             })
-            .unzip()
+            .collect();
+        if !(mass > 0.0 && mass < 1.0) {
+            0.0
+        } else if z.len() >= 32 {
+            crate::diagnostics::between_chain_se(&z)
+        } else {
+            crate::diagnostics::mcse(&z)
+        }
     }
 
     /// The unweighted fraction of samples in each mode (the flattened law a contour sampler

@@ -20,7 +20,11 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
     ),
     (
         "twenty-five-mode-cycsgld",
-        "25-mode target, cycSGLD x T5 (4e5 iterations), lr0 3e-3 (E.4.2)",
+        "25-mode target, cycSGLD x T5 (4e5 iterations), lr0 1e-2, 10 cycles (reference code)",
+    ),
+    (
+        "twenty-five-mode-csgld",
+        "25-mode target, CSGLD x T5 (4e5 iterations), lr 3e-3, 100 bins of 0.125 (E.4.2)",
     ),
     (
         "nine-mode-csgld",
@@ -189,8 +193,22 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
             target: "twenty-five-mode".into(),
             sampler: "cycsgld".into(),
             iters: 400_000,
+            lr: 1e-2,
+            cycles: 10,
+            sampling_threshold: 0.2,
+            noise_free_exploration: false,
+            ..base
+        },
+        "twenty-five-mode-csgld" => ToyConfig {
+            target: "twenty-five-mode".into(),
+            sampler: "csgld".into(),
+            iters: 400_000,
             lr: 3e-3,
-            cycles: 20,
+            du: 0.125,
+            omega_max: 3e-3,
+            omega_a: 1.0,
+            omega_alpha: 0.6,
+            omega_b: 100.0,
             ..base
         },
         "mixture-csgld-sgld" => ToyConfig {
