@@ -244,10 +244,10 @@ fn drive<S: ToySampler>(
             n_collections += 1;
             x0.push(pos.chunks(d).map(|x| x[0]));
         }
-        if k % snapshot_every == 0 || k + 1 == cfg.iters {
-            if let Some(t) = sampler.theta() {
-                theta_trace.push(std::iter::once(k as f64).chain(t).collect());
-            }
+        if (k % snapshot_every == 0 || k + 1 == cfg.iters)
+            && let Some(t) = sampler.theta()
+        {
+            theta_trace.push(std::iter::once(k as f64).chain(t).collect());
         }
         if k % tick == 0 {
             pb.set_position(k);
