@@ -6,10 +6,11 @@ use sgmcmc_samplers::control::{
     WeightRule,
 };
 use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::sampler::ContourConfig;
 use sgmcmc_samplers::sampler::SgmcmcConfig;
+use sgmcmc_samplers::sampler::{ContourConfig, ReplicaConfig};
 use sgmcmc_samplers::target::toy::Noise;
 
+use super::replica::{ReplicaSettings, replica_config, replica_kernel};
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 
@@ -43,6 +44,17 @@ pub const SAMPLER_NAMES: &[(&str, &str)] = &[
         "awsgld",
         "adaptively weighted SGLD: cumulative field, reweighted to target_temperature",
     ),
+    (
+        "resgld",
+        "replica-exchange SGLD, corrected swaps ([replica] temperatures, correction F)",
+    ),
+    ("resghmc", "replica-exchange SGHMC"),
+    (
+        "deo-sgd",
+        "non-reversible parallel tempering DEO*-SGD: SGD exploration, SGLD on rung 0",
+    ),
+    ("deo-msgd", "DEO* with momentum SGD exploration"),
+    ("deo-psgd", "DEO* with preconditioned SGD exploration"),
 ];
 
 /// The sampler a toy run builds.
@@ -51,6 +63,8 @@ pub enum SamplerSpec {
     Plain(SgmcmcConfig),
     /// A contour sampler (weights, shared theta).
     Contour(ContourConfig),
+    /// Replica exchange (samples from rung 0).
+    Replica(ReplicaConfig),
 }
 
 /// Starting points of the chains.
@@ -136,6 +150,8 @@ pub struct ToyConfig {
     pub multiplier_scheme: MultiplierScheme,
     /// AWSGLD: the target temperature T the samples are reweighted to (default: temperature).
     pub target_temperature: Option<f64>,
+    /// Replica-exchange settings (`resgld`, `resghmc`, `deo-*`).
+    pub replica: ReplicaSettings,
     /// Importance weights of contour samplers: `bin` (theta[J]^zeta) or `interpolated` (eq. 5).
     pub weights: WeightRule,
     /// Rows of `metrics.csv` (evenly spaced logging points).
@@ -182,6 +198,7 @@ impl Default for ToyConfig {
             multiplier_scheme: MultiplierScheme::Backward,
             target_temperature: None,
             weights: WeightRule::Bin,
+            replica: ReplicaSettings::default(),
             log_points: 1000,
             max_plot_samples: 20_000,
         }
@@ -254,6 +271,16 @@ impl ToyConfig {
             config.validate()?;
             Ok(SamplerSpec::Contour(config))
         };
+        if let Some((kernel, deterministic)) = replica_kernel(&self.sampler, self.momentum) {
+            return Ok(SamplerSpec::Replica(replica_config(
+                &self.replica,
+                kernel,
+                deterministic,
+                self.chains,
+                self.lr,
+                self.temperature,
+            )?));
+        }
         match self.sampler.as_str() {
             "csgld" => contour("sgld", RandomField::Power, ThetaInit::Decreasing),
             "csghmc" => contour("sghmc", RandomField::Power, ThetaInit::Decreasing),

@@ -3,6 +3,7 @@
 pub mod config;
 pub mod hit_table;
 pub mod presets;
+pub mod replica;
 pub mod report;
 pub mod run;
 

@@ -2,7 +2,11 @@
 
 use sgmcmc_samplers::control::{MultiplierScheme, ThetaInit, WeightRule};
 
+use sgmcmc_samplers::control::SwapScheme;
+use sgmcmc_samplers::target::toy::Noise;
+
 use super::config::{Init, ToyConfig};
+use super::replica::ReplicaSettings;
 
 /// Every preset with a one-line description.
 pub const PRESET_NAMES: &[(&str, &str)] = &[
@@ -59,6 +63,35 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
         "awsgld-table-quick",
         "Table 7.1 on G20, R20, PW24, DP25 with 3 seeds",
     ),
+    (
+        "resgld-1",
+        "0.4 N(-3,0.7^2) + 0.6 N(2,0.5^2), energy noise N(0,4): reSGLD tau (1,10), F 1, 1e5 its (2.5.1)",
+    ),
+    ("resgld-1-naive", "the same with naive swaps (F = inf)"),
+    (
+        "resgld-1-sgld",
+        "the same target with SGLD alone (lr 0.03, tau 1)",
+    ),
+    (
+        "resgld-2",
+        "0.4 N(-4,0.7^2) + 0.6 N(3,0.5^2), energy noise t(5): reSGLD, F 1 (2.5.1)",
+    ),
+    ("resgld-2-naive", "the same with naive swaps"),
+    (
+        "resgld-3",
+        "0.4 N(-6,0.7^2) + 0.6 N(4,0.5^2), energy noise 7 t(10): reSGLD, F 1 (2.5.1)",
+    ),
+    (
+        "resgld-3-f2",
+        "the same with F = 2 (paper: swap rate ~0.4%)",
+    ),
+    ("resgld-3-f4", "the same with F = 4 (paper: ~7.1%)"),
+    ("resgld-3-naive", "the same with F = inf (paper: ~46%)"),
+    (
+        "deo-sgd-25-mode",
+        "25-mode target, noise sd 2: DEO*-SGD x P16 (W* = 8), lr 0.003..0.6, S 0.4, 2e4 its (4.5.1)",
+    ),
+    ("deo-sgd-25-mode-w1", "the same with W = 1 (DEO)"),
     (
         "mixture-csgld-sgld",
         "0.4 N(-6,1) + 0.6 N(4,1), SGLD lr 0.1, 1e7 iterations (CSGLD 4.1)",
@@ -181,6 +214,54 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
                 ..base
             }
         }
+        name if name.starts_with("resgld-") => {
+            let (target, sampler, correction) = match name {
+                "resgld-1" => ("mixture-resgld-1", "resgld", 1.0),
+                "resgld-1-naive" => ("mixture-resgld-1", "resgld", f64::INFINITY),
+                "resgld-1-sgld" => ("mixture-resgld-1", "sgld", 1.0),
+                "resgld-2" => ("mixture-resgld-2", "resgld", 1.0),
+                "resgld-2-naive" => ("mixture-resgld-2", "resgld", f64::INFINITY),
+                "resgld-3" => ("mixture-resgld-3", "resgld", 1.0),
+                "resgld-3-f2" => ("mixture-resgld-3", "resgld", 2.0),
+                "resgld-3-f4" => ("mixture-resgld-3", "resgld", 4.0),
+                "resgld-3-naive" => ("mixture-resgld-3", "resgld", f64::INFINITY),
+                _ => return None,
+            };
+            ToyConfig {
+                target: target.into(),
+                sampler: sampler.into(),
+                chains: if sampler == "sgld" { 1 } else { 2 },
+                iters: 100_000,
+                lr: 0.03,
+                init: Init::Point(vec![0.0]),
+                replica: ReplicaSettings {
+                    temperatures: vec![1.0, 10.0],
+                    correction,
+                    variance_period: 100,
+                    variance_draws: 10,
+                    initial_variance: 100.0,
+                    ..ReplicaSettings::default()
+                },
+                ..base
+            }
+        }
+        "deo-sgd-25-mode" | "deo-sgd-25-mode-w1" => ToyConfig {
+            target: "twenty-five-mode".into(),
+            sampler: "deo-sgd".into(),
+            chains: 16,
+            iters: 20_000,
+            lr: 0.003,
+            gradient_noise: Some(Noise::gaussian(2.0)),
+            energy_noise: Some(Noise::gaussian(2.0)),
+            replica: ReplicaSettings {
+                lr_max: 0.6,
+                target_rate: 0.4,
+                buffer: 4.0,
+                scheme: name.ends_with("w1").then_some(SwapScheme::Window(1)),
+                ..ReplicaSettings::default()
+            },
+            ..base
+        },
         "twenty-five-mode-sgld" => ToyConfig {
             target: "twenty-five-mode".into(),
             sampler: "sgld".into(),

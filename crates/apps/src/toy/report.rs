@@ -9,6 +9,7 @@ use sgmcmc_samplers::target::toy::energy_bins::energy_bin_masses;
 use sgmcmc_samplers::target::toy::quadrature;
 
 use super::config::{SamplerSpec, ToyConfig};
+use super::replica::ReplicaSummary;
 use super::run::ToyOutcome;
 use crate::error::AppError;
 use crate::output::RunHeader;
@@ -59,6 +60,8 @@ pub struct ToySummary {
     pub theta_max_error: Option<f64>,
     /// Moves with a negative gradient multiplier (contour samplers).
     pub bouncy_moves: u64,
+    /// Swap statistics (replica exchange).
+    pub replica: Option<ReplicaSummary>,
 }
 
 /// Builds the summary of an outcome.
@@ -134,6 +137,7 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         theta_exact,
         theta_max_error,
         bouncy_moves: out.bouncy_moves,
+        replica: out.replica.clone(),
     })
 }
 
@@ -249,5 +253,60 @@ pub fn write_outputs(
             &[("estimate from theta", series(e)), ("exact", series(x))],
         )?;
     }
+    if let Some(first) = out.replica_trace.first() {
+        write_replica_trace(dir, first.len(), cfg.chains, &out.replica_trace, &title)?;
+    }
     output::write_json(&dir.join("summary.json"), summary)
+}
+
+/// `replica_trace.csv`, the index process (rung of each replica over time, thesis Fig. 4.6)
+/// and the learning-rate ladder over time (Fig. 4.4).
+fn write_replica_trace(
+    dir: &Path,
+    width: usize,
+    p: usize,
+    rows: &[Vec<f64>],
+    title: &str,
+) -> Result<(), AppError> {
+    let mut header = vec!["step".to_string()];
+    header.extend((0..p).map(|i| format!("rung_of_replica_{i}")));
+    header.extend((0..p).map(|r| format!("lr_{r}")));
+    header.push("buffer".into());
+    header.extend((0..p - 1).map(|r| format!("accepts_{r}")));
+    header.extend((0..p - 1).map(|r| format!("passes_{r}")));
+    header.push("round_trips".into());
+    if header.len() != width {
+        return Err(AppError::Run(format!(
+            "replica trace has {width} columns, expected {}",
+            header.len()
+        )));
+    }
+    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    output::write_csv(&dir.join("replica_trace.csv"), &h, rows)?;
+    let series = |col: usize, name: String| (name, rows.iter().map(|r| (r[0], r[col])).collect());
+    let shown = p.min(4);
+    let index: Vec<(String, Vec<(f64, f64)>)> = (0..shown)
+        .map(|i| series(1 + i, format!("replica {i}")))
+        .collect();
+    let index: Vec<(&str, Vec<(f64, f64)>)> =
+        index.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    plot::lines(
+        &dir.join("index_process.png"),
+        &format!("index process: {title}"),
+        "step",
+        "rung",
+        &index,
+    )?;
+    let lrs: Vec<(String, Vec<(f64, f64)>)> = (0..p)
+        .map(|r| series(1 + p + r, format!("lr {r}")))
+        .collect();
+    let lrs: Vec<(&str, Vec<(f64, f64)>)> =
+        lrs.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    plot::lines(
+        &dir.join("ladder.png"),
+        &format!("learning-rate ladder: {title}"),
+        "step",
+        "learning rate",
+        &lrs,
+    )
 }

@@ -6,11 +6,12 @@ use sgmcmc_samplers::collect::{ModeTraces, Thinning, Traces, WeightedMean};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Contour, Sampler, Sgmcmc};
+use sgmcmc_samplers::sampler::{Contour, ReplicaExchange, Sampler, Sgmcmc};
 use sgmcmc_samplers::target::particles::Particles;
 use sgmcmc_samplers::target::toy::{self, NoiseModel, ToyTarget};
 
 use super::config::{Init, SamplerSpec, ToyConfig};
+use super::replica::{ReplicaSummary, ToyReplica};
 use crate::error::AppError;
 use crate::progress;
 
@@ -36,6 +37,11 @@ pub struct ToyOutcome {
     pub theta_trace: Vec<Vec<f64>>,
     /// Moves with a negative gradient multiplier (contour samplers).
     pub bouncy_moves: u64,
+    /// Replica exchange, at every log point: `[step, rung of each replica, lr of each rung, C,
+    /// accepted swaps of each pair, round trips]`.
+    pub replica_trace: Vec<Vec<f64>>,
+    /// Final swap statistics of a replica-exchange run.
+    pub replica: Option<ReplicaSummary>,
 }
 
 /// Where toy chains keep their positions.
@@ -64,6 +70,31 @@ trait ToySampler: Sampler<Batch = ()> {
     fn positions_into(&self, out: &mut Vec<f64>);
     fn theta(&self) -> Option<Vec<f64>> {
         None
+    }
+    /// Chains whose samples are collected: all, or one (rung 0) for replica exchange.
+    fn output_chains(&self) -> usize {
+        self.n_chains()
+    }
+    fn replica_row(&self) -> Option<Vec<f64>> {
+        None
+    }
+    fn replica_summary(&self, _steps: u64) -> Option<ReplicaSummary> {
+        None
+    }
+}
+
+impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for ToyReplica<E> {
+    fn positions_into(&self, out: &mut Vec<f64>) {
+        self.inner.ensemble().positions_into(out);
+    }
+    fn output_chains(&self) -> usize {
+        1
+    }
+    fn replica_row(&self) -> Option<Vec<f64>> {
+        Some(self.trace_row())
+    }
+    fn replica_summary(&self, steps: u64) -> Option<ReplicaSummary> {
+        Some(ReplicaSummary::of(&self.inner, steps))
     }
 }
 
@@ -167,6 +198,15 @@ fn drive_spec<E: Ensemble<Batch = ()> + ToyChains>(
     match spec {
         SamplerSpec::Plain(c) => drive(&mut Sgmcmc::new(c, ens)?, cfg, target, show_progress),
         SamplerSpec::Contour(c) => drive(&mut Contour::new(c, ens)?, cfg, target, show_progress),
+        SamplerSpec::Replica(c) => {
+            let inner = ReplicaExchange::new(c, ens, cfg.seed)?;
+            drive(
+                &mut ToyReplica::new(inner, &cfg.replica),
+                cfg,
+                target,
+                show_progress,
+            )
+        }
     }
 }
 
@@ -191,9 +231,12 @@ fn drive<S: ToySampler>(
     let snapshot_every = (cfg.iters / 100).max(1);
     let mut theta_trace = Vec::new();
     let mode_map = target.potential().modes();
-    let mut modes = mode_map.map(|m| ModeTraces::new(m.n_modes(), p));
+    let outputs = sampler.output_chains();
+    let mut modes = mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs));
     let mut mean = WeightedMean::new(d);
-    let mut x0 = Traces::new(p);
+    let mut x0 = Traces::new(outputs);
+    let mut chosen: Vec<usize> = Vec::with_capacity(p);
+    let mut replica_trace = Vec::new();
     let mut plot_samples = Vec::new();
     let mut metrics = Vec::new();
     let mut pos = Vec::with_capacity(p * d);
@@ -231,10 +274,18 @@ fn drive<S: ToySampler>(
             ]);
         }
         if keep && report.phase != Some(Phase::Exploration) {
-            for (c, x) in pos.chunks(d).enumerate() {
+            // Replica exchange collects the chain on rung 0 (after this step's swaps).
+            chosen.clear();
+            if report.rungs.is_empty() {
+                chosen.extend(0..p);
+            } else {
+                chosen.extend(report.rungs.iter().position(|r| *r == 0));
+            }
+            for (slot, &c) in chosen.iter().enumerate() {
+                let x = &pos[c * d..(c + 1) * d];
                 let w = report.weights[c];
                 if let (Some(m), Some(map)) = (modes.as_mut(), mode_map) {
-                    m.push_weighted(c, map.mode_of(x), w);
+                    m.push_weighted(slot, map.mode_of(x), w);
                 }
                 mean.add(x, w);
                 if n_collections.is_multiple_of(plot_every) {
@@ -242,7 +293,12 @@ fn drive<S: ToySampler>(
                 }
             }
             n_collections += 1;
-            x0.push(pos.chunks(d).map(|x| x[0]));
+            x0.push(chosen.iter().map(|c| pos[c * d]));
+        }
+        if k % log_every == 0 || k + 1 == cfg.iters {
+            if let Some(row) = sampler.replica_row() {
+                replica_trace.push(std::iter::once(k as f64).chain(row).collect());
+            }
         }
         if (k % snapshot_every == 0 || k + 1 == cfg.iters)
             && let Some(t) = sampler.theta()
@@ -265,5 +321,7 @@ fn drive<S: ToySampler>(
         theta: sampler.theta(),
         theta_trace,
         bouncy_moves,
+        replica: sampler.replica_summary(cfg.iters),
+        replica_trace,
     })
 }

@@ -5,14 +5,20 @@
 //! belong here too.
 
 pub mod cyclical;
+pub mod energy_variance;
+pub mod ladder;
 pub mod partition;
 pub mod sa_step;
 pub mod schedule;
+pub mod swap;
 pub mod theta;
 pub mod weights;
 
 pub use cyclical::{Cyclical, Phase};
+pub use energy_variance::{EnergyVariance, Smoothing};
+pub use ladder::{IndexProcess, Ladder};
 pub use partition::EnergyPartition;
 pub use sa_step::SaStepSize;
 pub use schedule::Schedule;
+pub use swap::{SwapSchedule, SwapScheme, SwapStats};
 pub use theta::{ContourTheta, MultiplierScheme, RandomField, ThetaInit, WeightRule};

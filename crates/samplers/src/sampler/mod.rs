@@ -3,10 +3,12 @@
 
 mod contour;
 mod driver;
+mod replica;
 mod report;
 mod sgmcmc;
 
 pub use contour::{Contour, ContourConfig};
+pub use replica::{ReplicaConfig, ReplicaExchange, SwapRule};
 pub use report::StepReport;
 pub use sgmcmc::{Sgmcmc, SgmcmcConfig};
 

@@ -22,4 +22,7 @@ pub struct StepReport {
     pub weights: Vec<f64>,
     /// Moves with a negative gradient multiplier so far ("bouncy" escapes).
     pub bouncy_moves: u64,
+    /// Rung of each chain after this step's swaps (replica exchange; empty otherwise): the
+    /// chain on rung 0 samples the target, from the pre-move point of this step.
+    pub rungs: Vec<usize>,
 }
