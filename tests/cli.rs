@@ -245,13 +245,13 @@ fn bench_reports_throughput_and_overhead_ratios() {
     succeeds(&["bench", "--seconds", "0.05", "--no-cnn", "--out", o]);
     let s = summary(&dir);
     let figures = s["figures"].as_array().unwrap();
-    assert_eq!(figures.len(), 6 + 4, "{s}");
+    assert_eq!(figures.len(), 6 + 6, "{s}");
     assert!(
         figures
             .iter()
             .all(|f| f["per_second"].as_f64().unwrap() > 0.0)
     );
-    assert_eq!(s["ratios"].as_array().unwrap().len(), 3);
+    assert_eq!(s["ratios"].as_array().unwrap().len(), 4);
     fails_with(
         &["bench", "--device", "host", "--out", o],
         2,

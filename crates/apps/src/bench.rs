@@ -18,10 +18,12 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
     Activation, CnnConfig, Likelihood, MlpConfig, Network, Posterior, Scale, Targets,
 };
-use sgmcmc_samplers::control::{EnergyPartition, RandomField};
+use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme};
 use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_samplers::sampler::{
+    Contour, ContourConfig, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc, SgmcmcConfig, SwapRule,
+};
 use sgmcmc_samplers::target::particles::Particles;
 use sgmcmc_samplers::target::toy::by_name;
 
@@ -146,6 +148,27 @@ fn toy_rates(a: &BenchArgs, device: &Device, out: &mut Vec<Figure>) -> Result<()
     Ok(())
 }
 
+/// A step under measurement.
+type Step<'a> = Box<dyn FnMut() -> Result<(), AppError> + 'a>;
+
+/// Interleaved timing of `b` against `a` in 8 alternating bursts of `seconds / 8` each (so both
+/// see the same machine state): the two rates and the median over bursts of the step-time ratio
+/// `time(b) / time(a)`.
+fn paired(seconds: f64, a: &mut Step, b: &mut Step) -> Result<(f64, f64, f64), AppError> {
+    let rounds = 8;
+    let (mut ra, mut rb, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let x = rate(seconds / rounds as f64, &mut *a)?;
+        let y = rate(seconds / rounds as f64, &mut *b)?;
+        ra.push(x);
+        rb.push(y);
+        ratios.push(x / y);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    ratios.sort_by(f64::total_cmp);
+    Ok((mean(&ra), mean(&rb), 0.5 * (ratios[3] + ratios[4])))
+}
+
 fn net_rates<M: Network>(
     a: &BenchArgs,
     label: &str,
@@ -155,48 +178,75 @@ fn net_rates<M: Network>(
     figures: &mut Vec<Figure>,
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
-    let mut sgd = 0.0;
-    for (name, kernel) in [
-        ("sgd", Kernel::Sgd),
-        ("sgld", Kernel::Sgld),
-        ("sghmc", Kernel::sghmc()),
-    ] {
-        let ens = ModuleEnsemble::new(posterior.clone(), vec![make()], 1)?;
-        let mut s = Sgmcmc::new(SgmcmcConfig::constant(kernel, 1e-6, 1.0), ens)?;
-        let r = rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))?;
-        figures.push(Figure {
-            name: format!("{label}/{name} steps"),
-            per_second: r,
+    let one = || ModuleEnsemble::new(posterior.clone(), vec![make()], 1);
+    let two = || ModuleEnsemble::new(posterior.clone(), vec![make(), make()], 1);
+    let plain = |k: Kernel| SgmcmcConfig::constant(k, 1e-6, 1.0);
+    let mut sgd = Sgmcmc::new(plain(Kernel::Sgd), one()?)?;
+    let mut sgld = Sgmcmc::new(plain(Kernel::Sgld), one()?)?;
+    let mut sghmc = Sgmcmc::new(plain(Kernel::sghmc()), one()?)?;
+    // CSGLD: 100 bins, power field (O(m) scalar work per step).
+    let csgld_cfg = ContourConfig::new(
+        plain(Kernel::Sgld),
+        EnergyPartition::new(0.0, 100.0, 100)?,
+        RandomField::Power,
+        0.75,
+    );
+    let mut csgld = Contour::new(csgld_cfg, one()?)?;
+    // reSGLD x 2 (a Metropolis swap test every step) against two independent SGLD chains.
+    let mut sgld2 = Sgmcmc::new(plain(Kernel::Sgld), two()?)?;
+    let re_cfg = ReplicaConfig {
+        kernel: Kernel::Sgld,
+        ladder: Ladder::tempered(vec![1.0, 10.0], vec![1e-6, 1e-6])?,
+        scheme: SwapScheme::Adjacent,
+        rule: SwapRule::Metropolis {
+            correction: 1.0,
+            initial_variance: 1.0,
+            smoothing: Smoothing::RunningMean,
+            cooling: 0,
+        },
+    };
+    let mut resgld = ReplicaExchange::new(re_cfg, two()?, 1)?;
+    let mut sgd_b = Sgmcmc::new(plain(Kernel::Sgd), one()?)?;
+    let mut sgld_b = Sgmcmc::new(plain(Kernel::Sgld), one()?)?;
+    fn step<'a, S: Sampler>(s: &'a mut S, b: &'a S::Batch) -> Step<'a> {
+        Box::new(move || s.step(b).map(|_| ()).map_err(Into::into))
+    }
+    let comparisons: [(&str, &str, Step, Step); 4] = [
+        ("sgd", "sgld", step(&mut sgd, batch), step(&mut sgld, batch)),
+        (
+            "sgd",
+            "sghmc",
+            step(&mut sgd_b, batch),
+            step(&mut sghmc, batch),
+        ),
+        (
+            "sgld",
+            "csgld",
+            step(&mut sgld_b, batch),
+            step(&mut csgld, batch),
+        ),
+        (
+            "sgld x2",
+            "resgld x2",
+            step(&mut sgld2, batch),
+            step(&mut resgld, batch),
+        ),
+    ];
+    for (na, nb, mut fa, mut fb) in comparisons {
+        let (ra, rb, ratio) = paired(a.seconds, &mut fa, &mut fb)?;
+        for (n, r) in [(na, ra), (nb, rb)] {
+            let name = format!("{label}/{n} steps");
+            if !figures.iter().any(|f: &Figure| f.name == name) {
+                figures.push(Figure {
+                    name,
+                    per_second: r,
+                });
+            }
+        }
+        ratios.push(Figure {
+            name: format!("{label}/{nb}:{na} step time"),
+            per_second: ratio,
         });
-        if name == "sgld" {
-            // The same step as CSGLD: 100 bins, power field (O(m) scalar work per step).
-            let ens = ModuleEnsemble::new(posterior.clone(), vec![make()], 1)?;
-            let cfg = ContourConfig::new(
-                SgmcmcConfig::constant(Kernel::Sgld, 1e-6, 1.0),
-                EnergyPartition::new(0.0, 100.0, 100)?,
-                RandomField::Power,
-                0.75,
-            );
-            let mut c = Contour::new(cfg, ens)?;
-            let rc = rate(a.seconds, || c.step(batch).map(|_| ()).map_err(Into::into))?;
-            figures.push(Figure {
-                name: format!("{label}/csgld steps"),
-                per_second: rc,
-            });
-            ratios.push(Figure {
-                name: format!("{label}/csgld:sgld step time"),
-                per_second: r / rc,
-            });
-        }
-        if name == "sgd" {
-            sgd = r;
-        } else {
-            // Time ratio: step time of the sampler over step time of SGD.
-            ratios.push(Figure {
-                name: format!("{label}/{name}:sgd step time"),
-                per_second: sgd / r,
-            });
-        }
     }
     Ok(())
 }
@@ -243,7 +293,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let wall = start.elapsed().as_secs_f64();
     let summary = BenchSummary {
         header: RunHeader {
-            sampler: "sgd,sgld,sghmc,csgld".into(),
+            sampler: "sgd,sgld,sghmc,csgld,resgld".into(),
             target: "twenty-five-mode,mlp13-50-1,cnn".into(),
             seed: 1,
             device: a.device.to_string(),

@@ -209,7 +209,7 @@ impl<E: Ensemble<Batch = ()>> Sampler for ToyReplica<E> {
 
     fn step(&mut self, batch: &()) -> Result<&StepReport, SamplerError> {
         let k = self.inner.steps_done();
-        if self.period > 0 && k > 0 && k % self.period == 0 && self.draws >= 2 {
+        if self.period > 0 && k > 0 && k.is_multiple_of(self.period) && self.draws >= 2 {
             self.inner.refresh_variance(&vec![(); self.draws])?;
         }
         self.inner.step(batch)

@@ -295,10 +295,10 @@ fn drive<S: ToySampler>(
             n_collections += 1;
             x0.push(chosen.iter().map(|c| pos[c * d]));
         }
-        if k % log_every == 0 || k + 1 == cfg.iters {
-            if let Some(row) = sampler.replica_row() {
-                replica_trace.push(std::iter::once(k as f64).chain(row).collect());
-            }
+        if (k % log_every == 0 || k + 1 == cfg.iters)
+            && let Some(row) = sampler.replica_row()
+        {
+            replica_trace.push(std::iter::once(k as f64).chain(row).collect());
         }
         if (k % snapshot_every == 0 || k + 1 == cfg.iters)
             && let Some(t) = sampler.theta()
