@@ -300,3 +300,32 @@ fn a_contour_run_reports_weighted_and_raw_masses_and_theta() {
     assert!((theta.iter().sum::<f64>() - 1.0).abs() < 1e-9);
     assert!(s["bouncy_moves"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn vr_resgld_and_replica_presets_write_their_outputs() {
+    let dir = tmp("vr");
+    let o = dir.to_str().unwrap();
+    succeeds(&["vr-resgld", "--quick", "--iters", "1000", "--out", o]);
+    let s = summary(&dir);
+    assert_eq!(s["runs"].as_array().unwrap().len(), 5, "{s}");
+    for f in ["variance.csv", "traces.csv", "traces.png"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+    let dir = tmp("deo");
+    let o = dir.to_str().unwrap();
+    succeeds(&[
+        "toy",
+        "--preset",
+        "deo-sgd-25-mode",
+        "--iters",
+        "500",
+        "--out",
+        o,
+        "--quiet",
+    ]);
+    let s = summary(&dir);
+    assert_eq!(s["replica"]["window"], 8, "{s}");
+    for f in ["replica_trace.csv", "index_process.png", "ladder.png"] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+}

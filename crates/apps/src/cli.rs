@@ -28,6 +28,8 @@ pub enum Command {
     Toy(ToyArgs),
     /// Measure toy throughput and sampler overhead (SGLD/SGHMC step vs SGD step).
     Bench(crate::bench::BenchArgs),
+    /// Variance-reduced replica exchange on the thesis' data posterior (sec. 3.5.1, Fig. 3.2).
+    VrResgld(crate::vr::VrArgs),
 }
 
 /// Options of `sgmcmc demo`.
@@ -139,6 +141,7 @@ where
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
         Command::Bench(a) => crate::bench::run(&a),
+        Command::VrResgld(a) => crate::vr::run_cli(&a),
     }
 }
 

@@ -12,6 +12,7 @@ pub mod output;
 pub mod plot;
 pub mod progress;
 pub mod toy;
+pub mod vr;
 
 use std::ffi::OsString;
 

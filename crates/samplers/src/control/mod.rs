@@ -4,6 +4,7 @@
 //! step sizes drive the adaptive samplers. Later modules (energy partitions, theta, swaps, ladders)
 //! belong here too.
 
+pub mod control_variate;
 pub mod cyclical;
 pub mod energy_variance;
 pub mod ladder;
@@ -14,6 +15,7 @@ pub mod swap;
 pub mod theta;
 pub mod weights;
 
+pub use control_variate::ControlVariate;
 pub use cyclical::{Cyclical, Phase};
 pub use energy_variance::{EnergyVariance, Smoothing};
 pub use ladder::{IndexProcess, Ladder};

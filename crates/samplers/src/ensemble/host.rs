@@ -6,14 +6,44 @@ use crate::kernel::{Coefficients, Kernel};
 use crate::rng::ChainRng;
 use crate::target::toy::ToyTarget;
 
-/// `P` chains of a toy target, stored as a row-major `[P, d]` array of `f64`.
+/// A target evaluated in host `f64`: a toy potential with injected noise (`Batch = ()`), or a
+/// small data posterior whose minibatches are index lists.
+pub trait HostTarget {
+    /// What one estimate consumes.
+    type Batch;
+    /// Dimension `d`.
+    fn dim(&self) -> usize;
+    /// Writes the stochastic gradient at `x` on `batch` into `grad` and returns the stochastic
+    /// energy (full-data scale); `rng` is the chain's own stream (injected noise).
+    fn energy_grad(
+        &self,
+        x: &[f64],
+        batch: &Self::Batch,
+        grad: &mut [f64],
+        rng: &mut ChainRng,
+    ) -> f64;
+}
+
+impl HostTarget for ToyTarget {
+    type Batch = ();
+
+    fn dim(&self) -> usize {
+        ToyTarget::dim(self)
+    }
+
+    fn energy_grad(&self, x: &[f64], _: &(), grad: &mut [f64], rng: &mut ChainRng) -> f64 {
+        self.noisy_energy_grad(x, grad, rng)
+    }
+}
+
+/// `P` chains of a host target, stored as a row-major `[P, d]` array of `f64`.
 ///
 /// Runs the same kernel formulas as the tensor path (the [`crate::kernel::Lane`] impl for
 /// `f64`) with the same per-chain streams in the same draw order, so the two paths agree up to
 /// `f32` rounding. Used for paper-scale toy runs (1e7 steps of a 1-D chain).
 #[derive(Clone, Debug)]
-pub struct HostEnsemble {
-    target: ToyTarget,
+pub struct HostEnsemble<T: HostTarget = ToyTarget> {
+    target: T,
     dim: usize,
     x: Vec<f64>,
     grad: Vec<f64>,
@@ -23,10 +53,10 @@ pub struct HostEnsemble {
     energies: Vec<f64>,
 }
 
-impl HostEnsemble {
+impl<T: HostTarget> HostEnsemble<T> {
     /// Chains started at `starts` (one row of length `d` per chain); chain `p` draws from stream
     /// `p` of `seed`.
-    pub fn new(target: ToyTarget, starts: &[Vec<f64>], seed: u64) -> Result<Self, SamplerError> {
+    pub fn new(target: T, starts: &[Vec<f64>], seed: u64) -> Result<Self, SamplerError> {
         let dim = target.dim();
         if starts.is_empty() || starts.iter().any(|s| s.len() != dim) {
             return Err(
@@ -62,24 +92,25 @@ impl HostEnsemble {
     }
 
     /// The target.
-    pub fn target(&self) -> &ToyTarget {
+    pub fn target(&self) -> &T {
         &self.target
     }
 }
 
-impl Ensemble for HostEnsemble {
-    type Batch = ();
+impl<T: HostTarget> Ensemble for HostEnsemble<T> {
+    type Batch = T::Batch;
 
     fn n_chains(&self) -> usize {
         self.energies.len()
     }
 
-    fn estimate(&mut self, _batch: &()) -> Result<&[f64], SamplerError> {
+    fn estimate(&mut self, batch: &T::Batch) -> Result<&[f64], SamplerError> {
         let d = self.dim;
         for (p, e) in self.energies.iter_mut().enumerate() {
             let rows = p * d..(p + 1) * d;
-            *e = self.target.noisy_energy_grad(
+            *e = self.target.energy_grad(
                 &self.x[rows.clone()],
+                batch,
                 &mut self.grad[rows],
                 &mut self.rngs[p],
             );

@@ -12,7 +12,7 @@
 mod host;
 mod module;
 
-pub use host::HostEnsemble;
+pub use host::{HostEnsemble, HostTarget};
 pub use module::ModuleEnsemble;
 
 use crate::error::SamplerError;

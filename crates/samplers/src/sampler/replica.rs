@@ -221,9 +221,9 @@ impl<E: Ensemble> ReplicaExchange<E> {
     /// replica at its current point (pass at least two independent minibatches; for toys, `()`
     /// repeated draws fresh noise). Call it between steps, e.g. every 100 steps.
     pub fn refresh_variance(&mut self, batches: &[E::Batch]) -> Result<(), SamplerError> {
-        let Some(var) = self.variance.as_mut() else {
+        if self.variance.is_none() {
             return Ok(());
-        };
+        }
         let p = self.driver.coefs.len();
         let mut draws = vec![Vec::with_capacity(batches.len()); p];
         for b in batches {
@@ -233,10 +233,18 @@ impl<E: Ensemble> ReplicaExchange<E> {
                 d.push(*v);
             }
         }
-        for (chain, d) in draws.iter().enumerate() {
-            var.refresh(self.index.rungs()[chain], d);
-        }
+        self.refresh_variance_from(&draws);
         Ok(())
+    }
+
+    /// Refreshes `sigma2_hat` from energy draws the caller made, one list per chain (e.g. of
+    /// the control-variate energies the swaps use, so the correction matches their variance).
+    pub fn refresh_variance_from(&mut self, draws_per_chain: &[Vec<f64>]) {
+        if let Some(var) = self.variance.as_mut() {
+            for (chain, d) in draws_per_chain.iter().enumerate() {
+                var.refresh(self.index.rungs()[chain], d);
+            }
+        }
     }
 
     /// One step whose swap tests use `swap_energies` (one per chain, e.g. the control-variate

@@ -7,6 +7,7 @@
 //! corresponds to `lr = eta / N`, and a weight decay `wd` on the mean loss to a prior precision
 //! `N wd`.
 
+pub mod data_mixture;
 pub mod particles;
 pub mod toy;
 
