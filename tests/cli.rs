@@ -251,7 +251,7 @@ fn bench_reports_throughput_and_overhead_ratios() {
             .iter()
             .all(|f| f["per_second"].as_f64().unwrap() > 0.0)
     );
-    assert_eq!(s["ratios"].as_array().unwrap().len(), 4);
+    assert_eq!(s["ratios"].as_array().unwrap().len(), 6);
     fails_with(
         &["bench", "--device", "host", "--out", o],
         2,

@@ -16,14 +16,18 @@ use clap::Args;
 use serde::Serialize;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
-    Activation, CnnConfig, Likelihood, MlpConfig, Network, Posterior, Scale, Targets,
+    Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets,
 };
-use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme};
+use sgmcmc_samplers::control::{
+    ControlVariate, EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme,
+};
 use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
     Contour, ContourConfig, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc, SgmcmcConfig, SwapRule,
 };
+use sgmcmc_samplers::target::Target;
 use sgmcmc_samplers::target::particles::Particles;
 use sgmcmc_samplers::target::toy::by_name;
 
@@ -251,6 +255,70 @@ fn net_rates<M: Network>(
     Ok(())
 }
 
+/// VR-reSGLD x2 against reSGLD x2 on the MLP: per step, each chain's snapshot is evaluated on
+/// the step's minibatch (a forward pass, `Target::batch_energies`), and every `m` steps each
+/// chain takes a new snapshot and a full-data pass (`N / n` forward passes). Reports the
+/// step-time ratio for each `m`.
+fn vr_overhead(
+    a: &BenchArgs,
+    label: &str,
+    make: impl Fn() -> Mlp,
+    posterior: &Posterior,
+    batch: &Batch<Tensor<2>>,
+    periods: &[u64],
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    let cfg = ReplicaConfig {
+        kernel: Kernel::Sgld,
+        ladder: Ladder::tempered(vec![1.0, 10.0], vec![1e-6, 1e-6])?,
+        scheme: SwapScheme::Adjacent,
+        rule: SwapRule::Metropolis {
+            correction: 1.0,
+            initial_variance: 1.0,
+            smoothing: Smoothing::RunningMean,
+            cooling: 0,
+        },
+    };
+    let two = || ModuleEnsemble::new(posterior.clone(), vec![make(), make()], 1);
+    let passes = posterior.scale.n_data / batch.x.dims()[0];
+    for &m in periods {
+        let mut plain = ReplicaExchange::new(cfg.clone(), two()?, 1)?;
+        let mut vr = ReplicaExchange::new(cfg.clone(), two()?, 1)?;
+        let mut cv = ControlVariate::new(2, m, -1.0, None)?;
+        let mut snaps: Vec<Mlp> = vr.ensemble().modules().cloned().collect();
+        let mut rngs = ChainRng::streams(9, 1);
+        let mut k = 0u64;
+        let mut a_step: Step = Box::new(|| plain.step(batch).map(|_| ()).map_err(Into::into));
+        let mut b_step: Step = Box::new(|| {
+            if cv.due(k) {
+                snaps = vr.ensemble().modules().cloned().collect();
+                for (p, s) in snaps.iter().enumerate() {
+                    let mut full = 0.0;
+                    for _ in 0..passes {
+                        full += posterior.batch_energies(s, batch, &mut rngs)?[0];
+                    }
+                    cv.set(p, full / passes as f64);
+                }
+            }
+            let mut swap = [0.0; 2];
+            for (p, s) in snaps.iter().enumerate() {
+                let at_snapshot = posterior.batch_energies(s, batch, &mut rngs)?[0];
+                swap[p] = cv.offset(p, at_snapshot);
+            }
+            k += 1;
+            vr.step_with_energy_offsets(batch, &swap)
+                .map(|_| ())
+                .map_err(Into::into)
+        });
+        let (_, _, ratio) = paired(a.seconds, &mut a_step, &mut b_step)?;
+        ratios.push(Figure {
+            name: format!("{label}/vr-resgld x2 (m = {m}):resgld x2 step time"),
+            per_second: ratio,
+        });
+    }
+    Ok(())
+}
+
 /// Runs the benchmarks and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let start = Instant::now();
@@ -269,6 +337,15 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         &post,
         &batch,
         &mut figures,
+        &mut ratios,
+    )?;
+    vr_overhead(
+        a,
+        "mlp13-50-1_b50",
+        || mlp.init(&ad),
+        &post,
+        &batch,
+        &[50, 392],
         &mut ratios,
     )?;
     if !a.no_cnn {

@@ -151,13 +151,13 @@ pub fn run(cfg: &VrConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
             re.refresh_variance_from(&draws);
         }
         let b = data.minibatch(cfg.batch, &mut rng);
-        let swap_energies: Vec<f64> = (0..2)
-            .map(|p| {
-                let (plain, vr) = energy(&re, p, &b);
-                if cfg.period.is_some() { vr } else { plain }
+        let offsets: Vec<f64> = (0..2)
+            .map(|p| match cfg.period {
+                Some(_) => cv.offset(p, data.batch_energy_grad(snap[p], &b).0),
+                None => 0.0,
             })
             .collect();
-        let report = re.step_with_swap_energies(&b, &swap_energies)?;
+        let report = re.step_with_energy_offsets(&b, &offsets)?;
         let c0 = report.rungs.iter().position(|r| *r == 0).unwrap_or(0);
         // The chain now on rung 0, after its move (one step of lr 1e-7 moves it far less than a
         // mode's width, so its mode is that of the pre-move sample).

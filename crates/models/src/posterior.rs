@@ -92,6 +92,17 @@ impl<M: Network> Target<M> for Posterior {
         })
     }
 
+    fn batch_energies(
+        &self,
+        model: &M,
+        batch: &Self::Batch,
+        _rngs: &mut [ChainRng],
+    ) -> Result<Vec<f64>, TargetError> {
+        // Forward only: no backward pass.
+        let energy = self.energy(model, batch)?;
+        Ok(vec![f64::from(energy.into_scalar::<f32>())])
+    }
+
     fn full_energy(&self, _model: &M) -> Result<Vec<f64>, TargetError> {
         Err(TargetError::Shape(
             "the full-data energy of a network posterior needs the dataset; evaluate \

@@ -62,7 +62,14 @@ impl ControlVariate {
     /// `L~(B | x) = L(B | x) + c (L(B | x^) - L^)` of chain `p`.
     #[inline]
     pub fn energy(&self, p: usize, at_x: f64, at_snapshot: f64) -> f64 {
-        at_x + self.coefficient * (at_snapshot - self.full[p])
+        at_x + self.offset(p, at_snapshot)
+    }
+
+    /// `c (L(B | x^) - L^)` of chain `p`: what the control variate adds to the chain's own
+    /// minibatch energy.
+    #[inline]
+    pub fn offset(&self, p: usize, at_snapshot: f64) -> f64 {
+        self.coefficient * (at_snapshot - self.full[p])
     }
 
     /// The coefficient `c`.

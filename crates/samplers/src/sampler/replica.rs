@@ -247,27 +247,31 @@ impl<E: Ensemble> ReplicaExchange<E> {
         }
     }
 
-    /// One step whose swap tests use `swap_energies` (one per chain, e.g. the control-variate
-    /// energies of variance-reduced reSGLD, thesis eq. 3.5) instead of the stochastic energies.
-    pub fn step_with_swap_energies(
+    /// One step whose swap tests use each chain's stochastic energy plus `offsets[p]`: with
+    /// `offsets[p] = c (L(B | x^_p) - L^_p)` the control-variate energy of variance-reduced
+    /// reSGLD (thesis eq. 3.5), without evaluating `L(B | x_p)` twice.
+    pub fn step_with_energy_offsets(
         &mut self,
         batch: &E::Batch,
-        swap_energies: &[f64],
+        offsets: &[f64],
     ) -> Result<&StepReport, SamplerError> {
-        check_finite(swap_energies, self.driver.step)?;
-        self.advance(batch, Some(swap_energies))
+        check_finite(offsets, self.driver.step)?;
+        self.advance(batch, Some(offsets))
     }
 
     fn advance(
         &mut self,
         batch: &E::Batch,
-        swap_energies: Option<&[f64]>,
+        offsets: Option<&[f64]>,
     ) -> Result<&StepReport, SamplerError> {
         let k = self.driver.step;
         self.driver.estimate(batch)?;
-        let energies = swap_energies
-            .unwrap_or(&self.driver.report.energies)
-            .to_vec();
+        let mut energies = self.driver.report.energies.clone();
+        if let Some(o) = offsets {
+            for (e, d) in energies.iter_mut().zip(o) {
+                *e += d;
+            }
+        }
         self.swap(k, &energies);
         let ladder = &self.config.ladder;
         for chain in 0..self.driver.coefs.len() {

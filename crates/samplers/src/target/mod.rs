@@ -44,6 +44,17 @@ pub trait Target<M: Module> {
         rngs: &mut [ChainRng],
     ) -> Result<Estimate, TargetError>;
 
+    /// Stochastic energies alone on `batch` (no gradient), e.g. of a control-variate snapshot;
+    /// the default runs [`Target::estimate`] and drops the gradient.
+    fn batch_energies(
+        &self,
+        model: &M,
+        batch: &Self::Batch,
+        rngs: &mut [ChainRng],
+    ) -> Result<Vec<f64>, TargetError> {
+        Ok(self.estimate(model, batch, rngs)?.energies)
+    }
+
     /// Exact full-data energy of each hosted chain (for control variates and diagnostics).
     fn full_energy(&self, model: &M) -> Result<Vec<f64>, TargetError>;
 }
