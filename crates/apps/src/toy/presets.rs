@@ -27,6 +27,10 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
         "25-mode target, cycSGLD x T5 (4e5 iterations), lr0 1e-2, 10 cycles (reference code)",
     ),
     (
+        "twenty-five-mode-resgld",
+        "25-mode target, reSGLD x P5 (taus 1..5, lrs 0.001..0.005, DEO), 8e4 iterations (E.4.2)",
+    ),
+    (
         "twenty-five-mode-csgld",
         "25-mode target, CSGLD x T5 (4e5 iterations), lr 3e-3, 100 bins of 0.125 (E.4.2)",
     ),
@@ -278,6 +282,21 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
             cycles: 10,
             sampling_threshold: 0.2,
             noise_free_exploration: false,
+            ..base
+        },
+        "twenty-five-mode-resgld" => ToyConfig {
+            target: "twenty-five-mode".into(),
+            sampler: "resgld".into(),
+            chains: 5,
+            iters: 80_000,
+            lr: 1e-3,
+            replica: ReplicaSettings {
+                temperatures: vec![1.0, 2.0, 3.0, 4.0, 5.0],
+                lrs: vec![1e-3, 2e-3, 3e-3, 4e-3, 5e-3],
+                initial_variance: 30.0,
+                scheme: Some(SwapScheme::DeterministicEvenOdd),
+                ..ReplicaSettings::default()
+            },
             ..base
         },
         "twenty-five-mode-csgld" => ToyConfig {
