@@ -30,6 +30,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Variance-reduced replica exchange on the thesis' data posterior (sec. 3.5.1, Fig. 3.2).
     VrResgld(crate::vr::VrArgs),
+    /// UCI regression benchmark (CSGLD paper Table 1): one dataset and sampler, or `--table`.
+    Uci(crate::uci::UciArgs),
 }
 
 /// Options of `sgmcmc demo`.
@@ -142,6 +144,7 @@ where
         Command::Toy(a) => run_toy(&a),
         Command::Bench(a) => crate::bench::run(&a),
         Command::VrResgld(a) => crate::vr::run_cli(&a),
+        Command::Uci(a) => crate::uci::run(&a),
     }
 }
 

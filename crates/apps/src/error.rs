@@ -41,3 +41,9 @@ impl From<TargetError> for AppError {
         Self::Usage(e.to_string())
     }
 }
+
+impl From<sgmcmc_data::DataError> for AppError {
+    fn from(e: sgmcmc_data::DataError) -> Self {
+        Self::Input(e.to_string())
+    }
+}

@@ -12,6 +12,7 @@ pub mod output;
 pub mod plot;
 pub mod progress;
 pub mod toy;
+pub mod uci;
 pub mod vr;
 
 use std::ffi::OsString;

@@ -1,0 +1,309 @@
+//! `sgmcmc uci`: the UCI regression benchmark of the CSGLD paper (sec. 4.2, Table 1).
+//!
+//! `sgmcmc uci --dataset energy --sampler csgld` runs the protocol of [`protocol`] on splits
+//! `0..seeds` (seed `s` on split `s mod 20`), two runs at a time; `--table` runs the grid of
+//! the four datasets and six samplers and prints RMSE and NLL (mean +- sd over seeds) beside the
+//! paper's RMSE. Datasets are read from `DIR/uci/NAME` in the benchmark layout (any such folder
+//! works; a path to a folder works too).
+
+pub mod protocol;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use sgmcmc_data::UciDataset;
+
+use self::protocol::{UCI_SAMPLERS, UciResult, UciRun, run_split};
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::output;
+
+/// The paper's `(tau, zeta)` per dataset (CSGLD paper sec. 4.2).
+pub fn paper_settings(dataset: &str) -> (f64, f64) {
+    match dataset {
+        "energy" => (1.0, 1.0),
+        "concrete" => (5.0, 1.0),
+        "yacht" => (1.0, 2.5),
+        "wine-quality-red" | "wine" => (5.0, 10.0),
+        _ => (1.0, 1.0),
+    }
+}
+
+/// Table 1 of the CSGLD paper: RMSE for (dataset, sampler).
+pub fn paper_rmse(dataset: &str, sampler: &str) -> Option<f64> {
+    let col = ["energy", "concrete", "yacht", "wine-quality-red"]
+        .iter()
+        .position(|d| *d == dataset)?;
+    let row: [f64; 4] = match sampler {
+        "sgd" => [1.13, 4.60, 0.81, 0.65],
+        "sgld" => [1.08, 4.12, 0.72, 0.63],
+        "csgld" => [1.02, 3.98, 0.69, 0.62],
+        "msgd" => [0.95, 4.32, 0.73, 0.71],
+        "sghmc" => [0.77, 4.25, 0.66, 0.67],
+        "csghmc" => [0.76, 4.15, 0.72, 0.65],
+        _ => return None,
+    };
+    Some(row[col])
+}
+
+/// Options of `sgmcmc uci`.
+#[derive(Debug, clap::Args)]
+pub struct UciArgs {
+    /// Dataset folder name under `DATA_DIR/uci` (or a path to a folder in the benchmark layout).
+    #[arg(long, default_value = "energy")]
+    pub dataset: String,
+    /// Sampler.
+    #[arg(long, default_value = "sgld")]
+    pub sampler: String,
+    /// Runs (seed s uses split s mod the number of splits).
+    #[arg(long, default_value_t = 10)]
+    pub seeds: u64,
+    /// Epochs (the paper: 5000).
+    #[arg(long, default_value_t = 5000)]
+    pub epochs: usize,
+    /// Temperature (default: the paper's per dataset).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Contour zeta (default: the paper's per dataset).
+    #[arg(long)]
+    pub zeta: Option<f64>,
+    /// Data directory holding `uci/` (default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Run the grid of 4 datasets x 6 samplers and print the table.
+    #[arg(long)]
+    pub table: bool,
+    /// Tensor device.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    pub device: DeviceChoice,
+    /// Parallel runs.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Run directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// One (dataset, sampler) cell over seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    /// Dataset.
+    pub dataset: String,
+    /// Sampler.
+    pub sampler: String,
+    /// Per-seed results.
+    pub runs: Vec<UciResult>,
+    /// Mean and sd of the RMSE.
+    pub rmse: (f64, f64),
+    /// Mean and sd of the test NLL.
+    pub nll: (f64, f64),
+    /// The paper's RMSE.
+    pub paper_rmse: Option<f64>,
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    (m, var.sqrt())
+}
+
+fn dataset_dir(a: &UciArgs, name: &str) -> PathBuf {
+    let direct = Path::new(name);
+    if direct.join("data.txt").exists() {
+        return direct.to_path_buf();
+    }
+    let root = a
+        .data_dir
+        .clone()
+        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("../shared/datasets"));
+    root.join("uci").join(name)
+}
+
+/// Runs every (dataset, sampler, seed) job on `jobs` threads; results in job order.
+fn run_jobs(
+    a: &UciArgs,
+    jobs: &[(String, String, u64)],
+    datasets: &[(String, UciDataset)],
+) -> Result<Vec<UciResult>, AppError> {
+    let device = a
+        .device
+        .device()?
+        .ok_or_else(|| AppError::Usage("uci needs a tensor device (flex, ndarray or wgpu)".into()))?
+        .autodiff();
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<Result<UciResult, AppError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let pb = crate::progress::bar(jobs.len() as u64, "uci runs", true);
+    std::thread::scope(|scope| {
+        for _ in 0..a.jobs.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().expect("job counter");
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    let Some((ds, sampler, seed)) = jobs.get(i) else {
+                        break;
+                    };
+                    let data = &datasets.iter().find(|d| &d.0 == ds).expect("loaded").1;
+                    let r = (|| {
+                        let split = data.split((*seed as usize) % data.splits.len())?;
+                        let (t, z) = paper_settings(ds);
+                        let mut run = UciRun::paper(
+                            sampler,
+                            a.temperature.unwrap_or(t),
+                            a.zeta.unwrap_or(z),
+                            *seed,
+                        );
+                        run.epochs = a.epochs;
+                        run_split(&run, &split, &device)
+                    })();
+                    results.lock().expect("results")[i] = Some(r);
+                    pb.inc(1);
+                }
+            });
+        }
+    });
+    pb.finish_and_clear();
+    results
+        .into_inner()
+        .expect("results")
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(AppError::Run("a run did not finish".into()))))
+        .collect()
+}
+
+/// `sgmcmc uci`.
+pub fn run(a: &UciArgs) -> Result<(), AppError> {
+    let (names, samplers): (Vec<String>, Vec<String>) = if a.table {
+        (
+            ["energy", "concrete", "yacht", "wine-quality-red"]
+                .map(String::from)
+                .to_vec(),
+            ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"]
+                .map(String::from)
+                .to_vec(),
+        )
+    } else {
+        if !UCI_SAMPLERS.contains(&a.sampler.as_str()) {
+            return Err(AppError::Usage(format!(
+                "unknown sampler `{}` (known: {})",
+                a.sampler,
+                UCI_SAMPLERS.join(", ")
+            )));
+        }
+        (vec![a.dataset.clone()], vec![a.sampler.clone()])
+    };
+    if a.seeds == 0 || a.epochs == 0 {
+        return Err(AppError::Usage("seeds and epochs must be >= 1".into()));
+    }
+    let datasets: Vec<(String, UciDataset)> = names
+        .iter()
+        .map(|n| {
+            let dir = dataset_dir(a, n);
+            let label = dir
+                .file_name()
+                .map_or(n.clone(), |f| f.to_string_lossy().into_owned());
+            UciDataset::load(&dir)
+                .map(|d| (n.clone(), d))
+                .map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let jobs: Vec<(String, String, u64)> = names
+        .iter()
+        .flat_map(|d| {
+            samplers
+                .iter()
+                .flat_map(move |s| (0..a.seeds).map(move |k| (d.clone(), s.clone(), k)))
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    let results = run_jobs(a, &jobs, &datasets)?;
+    let mut cells = Vec::new();
+    for (c, chunk) in results.chunks(a.seeds as usize).enumerate() {
+        let (ds, sampler, _) = &jobs[c * a.seeds as usize];
+        let rmse: Vec<f64> = chunk.iter().map(|r| r.rmse).collect();
+        let nll: Vec<f64> = chunk.iter().map(|r| r.nll).collect();
+        cells.push(Cell {
+            dataset: ds.clone(),
+            sampler: sampler.clone(),
+            runs: chunk.to_vec(),
+            rmse: mean_sd(&rmse),
+            nll: mean_sd(&nll),
+            paper_rmse: paper_rmse(ds, sampler),
+        });
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let table = render(&cells, a.seeds, wall);
+    print!("{table}");
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(if a.table {
+            "runs/uci-table".to_string()
+        } else {
+            format!("runs/uci-{}-{}", a.dataset, a.sampler)
+        })
+    });
+    output::run_dir(&out)?;
+    output::write_atomic(&out.join("table.md"), table.as_bytes())?;
+    let rows: Vec<Vec<f64>> = cells
+        .iter()
+        .enumerate()
+        .flat_map(|(c, cell)| {
+            cell.runs
+                .iter()
+                .enumerate()
+                .map(move |(s, r)| vec![c as f64, s as f64, r.rmse, r.nll, r.wall_seconds])
+        })
+        .collect();
+    output::write_csv(
+        &out.join("runs.csv"),
+        &["cell", "seed", "rmse", "nll", "wall_seconds"],
+        &rows,
+    )?;
+    let summary = serde_json::json!({
+        "wall_seconds": wall,
+        "cells": cells,
+        "rmse": cells.first().map(|c| c.rmse.0),
+        "nll": cells.first().map(|c| c.nll.0),
+    });
+    output::write_json(
+        &out.join(if a.table {
+            "table.json"
+        } else {
+            "summary.json"
+        }),
+        &summary,
+    )?;
+    println!("wrote {}", out.display());
+    Ok(())
+}
+
+/// A markdown table: RMSE and NLL (mean +- sd) with the paper's RMSE.
+fn render(cells: &[Cell], seeds: u64, wall: f64) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "| dataset | sampler | RMSE (mean +- sd, {seeds} seeds) | paper RMSE | test NLL |\n|---|---|---|---|---|"
+    );
+    for c in cells {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} +- {:.3} | {} | {:.3} +- {:.3} |",
+            c.dataset,
+            c.sampler,
+            c.rmse.0,
+            c.rmse.1,
+            c.paper_rmse.map_or("-".into(), |v| format!("{v:.2}")),
+            c.nll.0,
+            c.nll.1
+        );
+    }
+    let _ = writeln!(s, "\nwall time {wall:.0} s");
+    s
+}
