@@ -62,6 +62,9 @@ pub struct UciArgs {
     /// Epochs (the paper: 5000).
     #[arg(long, default_value_t = 5000)]
     pub epochs: usize,
+    /// Learning rate at full-data scale (the paper: 5e-6).
+    #[arg(long, default_value_t = 5e-6)]
+    pub lr: f64,
     /// Temperature (default: the paper's per dataset).
     #[arg(long)]
     pub temperature: Option<f64>,
@@ -71,6 +74,9 @@ pub struct UciArgs {
     /// Data directory holding `uci/` (default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
+    /// Standardize the target as well as the features (the paper standardizes features only).
+    #[arg(long)]
+    pub standardize_target: bool,
     /// Run the grid of 4 datasets x 6 samplers and print the table.
     #[arg(long)]
     pub table: bool,
@@ -161,6 +167,8 @@ fn run_jobs(
                             *seed,
                         );
                         run.epochs = a.epochs;
+                        run.lr = a.lr;
+                        run.standardize_target = a.standardize_target;
                         run_split(&run, &split, &device)
                     })();
                     results.lock().expect("results")[i] = Some(r);
