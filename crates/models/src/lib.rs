@@ -11,13 +11,16 @@
 pub mod cnn;
 pub mod likelihood;
 pub use likelihood::Targets;
+pub mod metrics;
 pub mod mlp;
 pub mod network;
 pub mod posterior;
 mod prior;
+pub mod resnet;
 
 pub use cnn::{Cnn, CnnConfig};
 pub use likelihood::Likelihood;
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use network::Network;
 pub use posterior::{Batch, Posterior, Scale};
+pub use resnet::{ResNet, ResNetConfig};

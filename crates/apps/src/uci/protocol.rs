@@ -20,6 +20,7 @@ use std::time::Instant;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::Serialize;
 use sgmcmc_data::SplitData;
+use sgmcmc_models::metrics::{gaussian_nll, rmse};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets};
 use sgmcmc_samplers::control::{EnergyPartition, RandomField};
@@ -95,8 +96,8 @@ pub struct UciResult {
 }
 
 enum Runner {
-    Plain(Sgmcmc<ModuleEnsemble<Mlp, Posterior>>),
-    Contour(Contour<ModuleEnsemble<Mlp, Posterior>>),
+    Plain(Box<Sgmcmc<ModuleEnsemble<Mlp, Posterior>>>),
+    Contour(Box<Contour<ModuleEnsemble<Mlp, Posterior>>>),
 }
 
 impl Runner {
@@ -142,9 +143,9 @@ fn runner(run: &UciRun, ens: ModuleEnsemble<Mlp, Posterior>) -> Result<Runner, A
                 RandomField::Power,
                 run.zeta,
             );
-            Runner::Contour(Contour::new(cfg, ens)?)
+            Runner::Contour(Box::new(Contour::new(cfg, ens)?))
         } else {
-            Runner::Plain(Sgmcmc::new(base, ens)?)
+            Runner::Plain(Box::new(Sgmcmc::new(base, ens)?))
         },
     )
 }
@@ -233,7 +234,7 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
             k += 1;
         }
     }
-    if !(wsum > 0.0) {
+    if wsum.is_nan() || wsum <= 0.0 {
         return Err(AppError::Run(
             "no model was collected (weights vanished)".into(),
         ));
@@ -245,20 +246,17 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
         .map(|(s, y)| (s / wsum - f64::from(*y)).powi(2))
         .sum::<f64>()
         / n as f64;
-    let (mut se, mut nll) = (0.0, 0.0);
-    for i in 0..data.n_test() {
-        let mean = test_sum[i] / wsum;
-        let var = (test_sq[i] / wsum - mean * mean).max(0.0) + noise;
-        let pred = back(mean);
-        let sd = (back(mean + var.sqrt()) - pred).abs();
-        let err = pred - data.y_test_raw[i];
-        se += err * err;
-        nll += 0.5 * (2.0 * std::f64::consts::PI * sd * sd).ln() + 0.5 * err * err / (sd * sd);
+    let (mut pred, mut var) = (Vec::new(), Vec::new());
+    for (s, q) in test_sum.iter().zip(&test_sq) {
+        let mean = s / wsum;
+        let v = (q / wsum - mean * mean).max(0.0) + noise;
+        let p = back(mean);
+        pred.push(p);
+        var.push((back(mean + v.sqrt()) - p).powi(2));
     }
-    let m = data.n_test() as f64;
     Ok(UciResult {
-        rmse: (se / m).sqrt(),
-        nll: nll / m,
+        rmse: rmse(&pred, &data.y_test_raw),
+        nll: gaussian_nll(&pred, &var, &data.y_test_raw),
         steps: k,
         wall_seconds: start.elapsed().as_secs_f64(),
     })
