@@ -329,3 +329,18 @@ fn vr_resgld_and_replica_presets_write_their_outputs() {
         assert!(dir.join(f).exists(), "{f}");
     }
 }
+
+#[test]
+fn data_verify_names_the_missing_file() {
+    let dir = tmp("verify");
+    fails_with(
+        &["data", "verify", dir.to_str().unwrap()],
+        2,
+        "missing file",
+    );
+    fails_with(
+        &["data", "fetch", "mnist", "--to", dir.to_str().unwrap()],
+        2,
+        "unknown benchmark",
+    );
+}

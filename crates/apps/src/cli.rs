@@ -32,6 +32,9 @@ pub enum Command {
     VrResgld(crate::vr::VrArgs),
     /// UCI regression benchmark (CSGLD paper Table 1): one dataset and sampler, or `--table`.
     Uci(crate::uci::UciArgs),
+    /// Fetch or verify benchmark data.
+    #[command(subcommand)]
+    Data(crate::data_cmd::DataCommand),
 }
 
 /// Options of `sgmcmc demo`.
@@ -145,6 +148,7 @@ where
         Command::Bench(a) => crate::bench::run(&a),
         Command::VrResgld(a) => crate::vr::run_cli(&a),
         Command::Uci(a) => crate::uci::run(&a),
+        Command::Data(c) => crate::data_cmd::run(&c),
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod data_cmd;
 pub mod demo;
 pub mod device;
 pub mod error;

