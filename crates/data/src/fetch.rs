@@ -150,7 +150,7 @@ fn http_get(rest: &str) -> Result<Vec<u8>, String> {
         .ok_or("malformed HTTP response")?;
     let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
     let status = head.lines().next().unwrap_or("");
-    if !status.split_whitespace().nth(1).is_some_and(|c| c == "200") {
+    if status.split_whitespace().nth(1).is_none_or(|c| c != "200") {
         return Err(format!("server answered `{status}`"));
     }
     if head.contains("transfer-encoding: chunked") {
