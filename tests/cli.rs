@@ -245,7 +245,7 @@ fn bench_reports_throughput_and_overhead_ratios() {
     succeeds(&["bench", "--seconds", "0.05", "--no-cnn", "--out", o]);
     let s = summary(&dir);
     let figures = s["figures"].as_array().unwrap();
-    assert_eq!(figures.len(), 6 + 6, "{s}");
+    assert_eq!(figures.len(), 6 + 1 + 6, "{s}");
     assert!(
         figures
             .iter()

@@ -319,6 +319,62 @@ fn vr_overhead(
     Ok(())
 }
 
+/// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP at batch 100 (the shape of sklearn's
+/// digits: 1437 training and 360 test points, 10 classes; random data here, since the speed does
+/// not depend on the values), with a streaming Bayesian model average of the test predictions
+/// every 100 steps. Reports steps/s including the averaging.
+fn digits_rate(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Result<(), AppError> {
+    let (n, n_test) = (1437usize, 360usize);
+    let x = Tensor::<2>::random([n, 64], Distribution::Normal(0.0, 1.0), device);
+    let labels: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
+    let y = Tensor::<1, Int>::from_data(labels.as_slice(), device);
+    let x_test = Tensor::<2>::random([n_test, 64], Distribution::Normal(0.0, 1.0), device);
+    let mlp = MlpConfig {
+        inputs: 64,
+        hidden: vec![100],
+        outputs: 10,
+        activation: Activation::Tanh,
+    };
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(n, 1e-4),
+    };
+    let ens = ModuleEnsemble::new(post, vec![mlp.init(device)], 1)?;
+    let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-5, 1.0), ens)?;
+    let mut bma = sgmcmc_models::metrics::Bma::default();
+    let mut rng = ChainRng::new(3, 0);
+    let mut k = 0u64;
+    let r = rate(a.seconds, || {
+        let start = rng.below(n - 100);
+        let idx: Vec<i64> = (start as i64..start as i64 + 100).collect();
+        let idx = Tensor::<1, Int>::from_data(idx.as_slice(), device);
+        let b = Batch {
+            x: x.clone().select(0, idx.clone()),
+            y: Targets::Class(y.clone().select(0, idx)),
+        };
+        s.step(&b)?;
+        k += 1;
+        if k.is_multiple_of(100) {
+            let m = s.ensemble().modules().next().expect("one chain");
+            let p = burn::tensor::activation::softmax(m.forward(x_test.clone()), 1);
+            let v: Vec<f64> = p
+                .into_data()
+                .try_into_vec::<f32>()
+                .map_err(|e| AppError::Run(format!("{e:?}")))?
+                .into_iter()
+                .map(f64::from)
+                .collect();
+            bma.add(1.0, &v);
+        }
+        Ok(())
+    })?;
+    figures.push(Figure {
+        name: "mlp64-100-10_tanh_b100/sgld+bma steps".into(),
+        per_second: r,
+    });
+    Ok(())
+}
+
 /// Runs the benchmarks and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let start = Instant::now();
@@ -328,6 +384,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios) = (Vec::new(), Vec::new());
     toy_rates(a, &device, &mut figures)?;
+    digits_rate(a, &ad, &mut figures)?;
 
     let (mlp, post, batch) = mlp_workload(&ad);
     net_rates(
