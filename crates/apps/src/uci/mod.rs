@@ -178,11 +178,24 @@ fn run_jobs(
         }
     });
     pb.finish_and_clear();
+    // A failed run (e.g. a diverged chain) is recorded with NaN metrics and its reason, so one
+    // failure does not lose the grid; input errors still stop everything.
     results
         .into_inner()
         .expect("results")
         .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(AppError::Run("a run did not finish".into()))))
+        .map(|r| match r {
+            Some(Ok(r)) => Ok(r),
+            Some(Err(AppError::Run(why))) => Ok(UciResult {
+                rmse: f64::NAN,
+                nll: f64::NAN,
+                steps: 0,
+                wall_seconds: 0.0,
+                error: Some(why),
+            }),
+            Some(Err(e)) => Err(e),
+            None => Err(AppError::Run("a run did not finish".into())),
+        })
         .collect()
 }
 
@@ -235,8 +248,12 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     let mut cells = Vec::new();
     for (c, chunk) in results.chunks(a.seeds as usize).enumerate() {
         let (ds, sampler, _) = &jobs[c * a.seeds as usize];
-        let rmse: Vec<f64> = chunk.iter().map(|r| r.rmse).collect();
-        let nll: Vec<f64> = chunk.iter().map(|r| r.nll).collect();
+        for r in chunk.iter().filter_map(|r| r.error.as_ref()) {
+            eprintln!("warning: {ds} / {sampler}: a run failed: {r}");
+        }
+        let ok: Vec<&UciResult> = chunk.iter().filter(|r| r.error.is_none()).collect();
+        let rmse: Vec<f64> = ok.iter().map(|r| r.rmse).collect();
+        let nll: Vec<f64> = ok.iter().map(|r| r.nll).collect();
         cells.push(Cell {
             dataset: ds.clone(),
             sampler: sampler.clone(),

@@ -93,6 +93,8 @@ pub struct UciResult {
     pub steps: u64,
     /// Wall time.
     pub wall_seconds: f64,
+    /// Why the run failed (a diverged chain, ...); its metrics are then NaN.
+    pub error: Option<String>,
 }
 
 enum Runner {
@@ -259,6 +261,7 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
         nll: gaussian_nll(&pred, &var, &data.y_test_raw),
         steps: k,
         wall_seconds: start.elapsed().as_secs_f64(),
+        error: None,
     })
 }
 
