@@ -152,6 +152,21 @@ fn toy_rates(a: &BenchArgs, device: &Device, out: &mut Vec<Figure>) -> Result<()
     Ok(())
 }
 
+/// reSGLD over two chains at temperatures (1, 10), lr 1e-6, a Metropolis test every step.
+fn resgld2() -> Result<ReplicaConfig, AppError> {
+    Ok(ReplicaConfig {
+        kernel: Kernel::Sgld,
+        ladder: Ladder::tempered(vec![1.0, 10.0], vec![1e-6, 1e-6])?,
+        scheme: SwapScheme::Adjacent,
+        rule: SwapRule::Metropolis {
+            correction: 1.0,
+            initial_variance: 1.0,
+            smoothing: Smoothing::RunningMean,
+            cooling: 0,
+        },
+    })
+}
+
 /// A step under measurement.
 type Step<'a> = Box<dyn FnMut() -> Result<(), AppError> + 'a>;
 
@@ -198,17 +213,7 @@ fn net_rates<M: Network>(
     let mut csgld = Contour::new(csgld_cfg, one()?)?;
     // reSGLD x 2 (a Metropolis swap test every step) against two independent SGLD chains.
     let mut sgld2 = Sgmcmc::new(plain(Kernel::Sgld), two()?)?;
-    let re_cfg = ReplicaConfig {
-        kernel: Kernel::Sgld,
-        ladder: Ladder::tempered(vec![1.0, 10.0], vec![1e-6, 1e-6])?,
-        scheme: SwapScheme::Adjacent,
-        rule: SwapRule::Metropolis {
-            correction: 1.0,
-            initial_variance: 1.0,
-            smoothing: Smoothing::RunningMean,
-            cooling: 0,
-        },
-    };
+    let re_cfg = resgld2()?;
     let mut resgld = ReplicaExchange::new(re_cfg, two()?, 1)?;
     let mut sgd_b = Sgmcmc::new(plain(Kernel::Sgd), one()?)?;
     let mut sgld_b = Sgmcmc::new(plain(Kernel::Sgld), one()?)?;
@@ -268,17 +273,7 @@ fn vr_overhead(
     periods: &[u64],
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
-    let cfg = ReplicaConfig {
-        kernel: Kernel::Sgld,
-        ladder: Ladder::tempered(vec![1.0, 10.0], vec![1e-6, 1e-6])?,
-        scheme: SwapScheme::Adjacent,
-        rule: SwapRule::Metropolis {
-            correction: 1.0,
-            initial_variance: 1.0,
-            smoothing: Smoothing::RunningMean,
-            cooling: 0,
-        },
-    };
+    let cfg = resgld2()?;
     let two = || ModuleEnsemble::new(posterior.clone(), vec![make(), make()], 1);
     let passes = posterior.scale.n_data / batch.x.dims()[0];
     for &m in periods {

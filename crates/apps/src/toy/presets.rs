@@ -118,6 +118,27 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The 1-D mixture's contour settings (CSGLD sec. 4.1 and the ICSGLD reference check): lr 0.1,
+/// unit bins, `omega_k = 1 / (k^0.6 + 100)`, the supplement's forward multiplier (D.1, as the
+/// authors' 1-D code), uniform initial theta, interpolated weights, start at 0.
+fn mixture_contour(base: ToyConfig) -> ToyConfig {
+    ToyConfig {
+        target: "mixture-csgld".into(),
+        lr: 0.1,
+        du: 1.0,
+        omega_max: 0.01,
+        omega_a: 1.0,
+        omega_alpha: 0.6,
+        omega_b: 100.0,
+        multiplier_scheme: MultiplierScheme::Forward,
+        theta_init: Some(ThetaInit::Uniform),
+        weights: WeightRule::Interpolated,
+        thin: 10,
+        init: Init::Point(vec![0.0]),
+        ..base
+    }
+}
+
 /// The preset `name` applied on top of the defaults.
 pub fn preset(name: &str) -> Option<ToyConfig> {
     let base = ToyConfig::default();
@@ -158,46 +179,22 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
             ..base
         },
         "mixture-csgld" | "mixture-csgld-quick" => ToyConfig {
-            target: "mixture-csgld".into(),
             sampler: "csgld".into(),
             iters: if name.ends_with("quick") {
                 1_000_000
             } else {
                 10_000_000
             },
-            lr: 0.1,
             bins: 50,
-            du: 1.0,
-            omega_max: 0.01,
-            omega_a: 1.0,
-            omega_alpha: 0.6,
-            omega_b: 100.0,
-            multiplier_scheme: MultiplierScheme::Forward,
-            theta_init: Some(ThetaInit::Uniform),
-            weights: WeightRule::Interpolated,
-            thin: 10,
-            init: Init::Point(vec![0.0]),
-            ..base
+            ..mixture_contour(base)
         },
         "mixture-icsgld" => ToyConfig {
-            target: "mixture-csgld".into(),
             sampler: "icsgld".into(),
             chains: 10,
             iters: 1_000_000,
-            lr: 0.1,
             zeta: 0.9,
             bins: 100,
-            du: 1.0,
-            omega_max: 0.01,
-            omega_a: 1.0,
-            omega_alpha: 0.6,
-            omega_b: 100.0,
-            multiplier_scheme: MultiplierScheme::Forward,
-            theta_init: Some(ThetaInit::Uniform),
-            weights: WeightRule::Interpolated,
-            thin: 10,
-            init: Init::Point(vec![0.0]),
-            ..base
+            ..mixture_contour(base)
         },
         "awsgld-cdf" | "awsgld-cdf-quick" => {
             let quick = name.ends_with("quick");

@@ -8,7 +8,7 @@ use sgmcmc_samplers::diagnostics::{ess, split_rhat};
 use sgmcmc_samplers::target::toy::energy_bins::energy_bin_masses;
 use sgmcmc_samplers::target::toy::quadrature;
 
-use super::config::{SamplerSpec, ToyConfig};
+use super::config::ToyConfig;
 use super::replica::ReplicaSummary;
 use super::run::ToyOutcome;
 use crate::error::AppError;
@@ -147,11 +147,8 @@ type ThetaCheck = Option<(Vec<f64>, Vec<f64>)>;
 /// The estimate theta makes of the energy-bin masses (or CDF) and its exact value, for
 /// contour runs on 1-D and 2-D targets.
 fn theta_check(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ThetaCheck, AppError> {
-    let (Some(theta), Some(_)) = (&out.theta, out.target.potential().support()) else {
-        return Ok(None);
-    };
-    let starts = super::run::starts(cfg, &out.target)?;
-    let SamplerSpec::Contour(c) = cfg.sampler_spec(super::run::min_energy(&out.target, &starts))?
+    let (Some(theta), Some(c), Some(_)) =
+        (&out.theta, &out.contour, out.target.potential().support())
     else {
         return Ok(None);
     };

@@ -6,7 +6,7 @@ use sgmcmc_samplers::collect::{ModeTraces, Thinning, Traces, WeightedMean};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Contour, ReplicaExchange, Sampler, Sgmcmc};
+use sgmcmc_samplers::sampler::{Contour, ContourConfig, ReplicaExchange, Sampler, Sgmcmc};
 use sgmcmc_samplers::target::particles::Particles;
 use sgmcmc_samplers::target::toy::{self, NoiseModel, ToyTarget};
 
@@ -42,6 +42,8 @@ pub struct ToyOutcome {
     pub replica_trace: Vec<Vec<f64>>,
     /// Final swap statistics of a replica-exchange run.
     pub replica: Option<ReplicaSummary>,
+    /// The configuration of a contour run (its partition, field and zeta).
+    pub contour: Option<ContourConfig>,
 }
 
 /// Where toy chains keep their positions.
@@ -115,7 +117,7 @@ impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for Contour<E> {
 
 /// The lowest energy on a grid over the target's support (or at the starting points), which
 /// places the default energy partition.
-pub(crate) fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
+fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
     let p = target.potential();
     let at_starts = starts
         .iter()
@@ -197,7 +199,16 @@ fn drive_spec<E: Ensemble<Batch = ()> + ToyChains>(
 ) -> Result<ToyOutcome, AppError> {
     match spec {
         SamplerSpec::Plain(c) => drive(&mut Sgmcmc::new(c, ens)?, cfg, target, show_progress),
-        SamplerSpec::Contour(c) => drive(&mut Contour::new(c, ens)?, cfg, target, show_progress),
+        SamplerSpec::Contour(c) => {
+            let mut out = drive(
+                &mut Contour::new(c.clone(), ens)?,
+                cfg,
+                target,
+                show_progress,
+            )?;
+            out.contour = Some(c);
+            Ok(out)
+        }
         SamplerSpec::Replica(c) => {
             let inner = ReplicaExchange::new(c, ens, cfg.seed)?;
             drive(
@@ -322,6 +333,7 @@ fn drive<S: ToySampler>(
         theta_trace,
         bouncy_moves,
         replica: sampler.replica_summary(cfg.iters),
+        contour: None,
         replica_trace,
     })
 }

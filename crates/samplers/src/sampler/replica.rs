@@ -133,6 +133,9 @@ pub struct ReplicaExchange<E: Ensemble> {
     buffer: f64,
     rng: ChainRng,
     pairs: Vec<usize>,
+    /// Per-step scratch: the energies the swap tests read, and the test indicators `A_r`.
+    swap_energies: Vec<f64>,
+    indicator: Vec<f64>,
     accepted: Vec<bool>,
     cooling_until: u64,
 }
@@ -170,6 +173,8 @@ impl<E: Ensemble> ReplicaExchange<E> {
             buffer,
             rng: ChainRng::new(seed, u64::MAX - 1),
             pairs: Vec::with_capacity(p),
+            swap_energies: vec![0.0; p],
+            indicator: vec![0.0; p - 1],
             accepted: vec![false; p - 1],
             cooling_until: 0,
             config,
@@ -266,13 +271,15 @@ impl<E: Ensemble> ReplicaExchange<E> {
     ) -> Result<&StepReport, SamplerError> {
         let k = self.driver.step;
         self.driver.estimate(batch)?;
-        let mut energies = self.driver.report.energies.clone();
+        let mut energies = std::mem::take(&mut self.swap_energies);
+        energies.copy_from_slice(&self.driver.report.energies);
         if let Some(o) = offsets {
             for (e, d) in energies.iter_mut().zip(o) {
                 *e += d;
             }
         }
         self.swap(k, &energies);
+        self.swap_energies = energies;
         let ladder = &self.config.ladder;
         for chain in 0..self.driver.coefs.len() {
             let r = self.index.rungs()[chain];
@@ -320,7 +327,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
                 target_rate, adapt, ..
             } => {
                 let n = self.accepted.len();
-                let mut indicator = vec![0.0; n];
+                let indicator = &mut self.indicator;
                 let mut next = 0;
                 for (r, a) in indicator.iter_mut().enumerate() {
                     let (lo, hi) = (self.index.replica_at(r), self.index.replica_at(r + 1));
@@ -343,7 +350,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
                 }
                 if let Some(a) = adapt {
                     let gamma = a.omega(k + 1);
-                    adapt_ladder(&mut self.config.ladder.lrs, &indicator, *target_rate, gamma);
+                    adapt_ladder(&mut self.config.ladder.lrs, indicator, *target_rate, gamma);
                     let mean = indicator.iter().sum::<f64>() / n as f64;
                     self.buffer += gamma * (mean - target_rate);
                 }
@@ -356,12 +363,14 @@ impl<E: Ensemble> ReplicaExchange<E> {
 /// the mean of its forward and backward predictions, `(lr_(r-1) + v_(r-1) e^(gamma H_(r-1)) +
 /// lr_(r+1) - v_r e^(gamma H_r)) / 2`, all from the previous ladder; the end rungs stay fixed.
 fn adapt_ladder(lrs: &mut [f64], indicator: &[f64], target_rate: f64, gamma: f64) {
-    let old = lrs.to_vec();
-    let grown =
-        |r: usize| (old[r + 1] - old[r]).max(0.0) * (gamma * (indicator[r] - target_rate)).exp();
-    for r in 1..old.len() - 1 {
-        let forward = old[r - 1] + grown(r - 1);
-        let backward = old[r + 1] - grown(r);
+    let grow = |r: usize| (gamma * (indicator[r] - target_rate)).exp();
+    // In place, in rung order: `prev` keeps the old value of the rung below.
+    let mut prev = lrs[0];
+    for r in 1..lrs.len() - 1 {
+        let (cur, next) = (lrs[r], lrs[r + 1]);
+        let forward = prev + (cur - prev).max(0.0) * grow(r - 1);
+        let backward = next - (next - cur).max(0.0) * grow(r);
+        prev = cur;
         lrs[r] = 0.5 * (forward + backward);
     }
     // The reference code does not guard the order; keep the ladder increasing so that an

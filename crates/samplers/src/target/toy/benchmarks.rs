@@ -20,7 +20,7 @@
 //! | 10 | Ackley `AK30` | 30 | `[-15, 30]` | 0 | 0 |
 //!
 //! The potentials are defined on all of `R^d` (no walls); the domain is carried by
-//! [`BenchmarkFunction::domain`] for initial points. [`Potential::support`] is `None`: these are
+//! [`BenchmarkFunction::domain`] for initial points. [`Potential::support`] keeps its default `None`: these are
 //! 20- to 30-dimensional, far beyond grid quadrature. Note that Ackley is bounded above
 //! (`U < 20 + e`), so `exp(-U / tau)` is not normalisable on `R^d`.
 
@@ -83,10 +83,6 @@ impl Potential for Rastrigin {
         }
         u
     }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
-    }
 }
 
 /// Griewank: `U(x) = 1 + sum_i x_i^2 / 4000 - prod_i cos(x_i / sqrt(i))` (`i` from 1);
@@ -140,10 +136,6 @@ impl Potential for Griewank {
         }
         1.0 + sq / 4000.0 - prefix
     }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
-    }
 }
 
 /// Sum Squares: `U(x) = sum_i i x_i^2` (`i` from 1); `U* = 0` at `x = 0` (Table 7.1 no. 3,
@@ -182,10 +174,6 @@ impl Potential for SumSquares {
             *g = 2.0 * w * xi;
         }
         u
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 
@@ -231,10 +219,6 @@ impl Potential for Rosenbrock {
             grad[i + 1] += 200.0 * a;
         }
         u
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 
@@ -283,10 +267,6 @@ impl Potential for Zakharov {
             *g = 2.0 * xi + ds * 0.5 * (i + 1) as f64;
         }
         sq + s2 + s2 * s2
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 
@@ -341,10 +321,6 @@ impl Potential for Powell {
             g[3] = -10.0 * q - 40.0 * t3;
         }
         u
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 
@@ -401,10 +377,6 @@ impl Potential for DixonPrice {
             grad[j - 1] -= 2.0 * w * t;
         }
         u
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 
@@ -464,10 +436,6 @@ impl Potential for Levy {
         }
         u
     }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
-    }
 }
 
 /// Sphere: `U(x) = sum_i x_i^2`; `U* = 0` at `x = 0` (Table 7.1 no. 9, `SR30`).
@@ -499,10 +467,6 @@ impl Potential for Sphere {
             *g = 2.0 * xi;
         }
         self.energy(x)
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 
@@ -550,10 +514,6 @@ impl Potential for Ackley {
         }
         // (20 - 20 e1) + (e - e2): each bracket is exactly 0 at x = 0.
         20.0 * (1.0 - e1) + (E - e2)
-    }
-
-    fn support(&self) -> Option<Vec<(f64, f64)>> {
-        None
     }
 }
 

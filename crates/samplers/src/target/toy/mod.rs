@@ -39,8 +39,10 @@ pub trait Potential: Debug + Send + Sync {
     /// Writes `grad U(x)` into `grad` and returns `U(x)`.
     fn energy_grad(&self, x: &[f64], grad: &mut [f64]) -> f64;
     /// A box `[lo, hi]` per coordinate outside which `exp(-U)` is negligible (for quadrature
-    /// and plots); `None` if the target is not meant for 1-D/2-D quadrature.
-    fn support(&self) -> Option<Vec<(f64, f64)>>;
+    /// and plots); `None` (the default) if the target is not meant for 1-D/2-D quadrature.
+    fn support(&self) -> Option<Vec<(f64, f64)>> {
+        None
+    }
     /// The partition of the space into modes, if the target has named modes.
     fn modes(&self) -> Option<&dyn ModeMap> {
         None
