@@ -333,14 +333,88 @@ fn vr_resgld_and_replica_presets_write_their_outputs() {
 #[test]
 fn data_verify_names_the_missing_file() {
     let dir = tmp("verify");
+    fails_with(&["data", "verify", dir.to_str().unwrap()], 2, "no dataset");
     fails_with(
-        &["data", "verify", dir.to_str().unwrap()],
-        2,
-        "missing file",
-    );
-    fails_with(
-        &["data", "fetch", "mnist", "--to", dir.to_str().unwrap()],
+        &["data", "fetch", "cifar10", "--to", dir.to_str().unwrap()],
         2,
         "unknown benchmark",
     );
+}
+
+#[test]
+fn data_fetch_mnist_refuses_a_bad_checksum_and_verify_checks_image_folders() {
+    use std::io::{BufRead, BufReader, Write};
+    // A loopback server answering `GET /FILE` from `root` for `n` requests (404 when missing).
+    fn serve(root: PathBuf, n: usize) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(n) {
+                let mut s = stream.unwrap();
+                let mut reader = BufReader::new(&s);
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let mut header = String::new();
+                while reader.read_line(&mut header).unwrap_or(0) > 2 {
+                    header.clear();
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("/");
+                let (status, body) = match std::fs::read(root.join(path.trim_start_matches('/'))) {
+                    Ok(b) => ("200 OK", b),
+                    Err(_) => ("404 Not Found", b"missing".to_vec()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = s.write_all(head.as_bytes());
+                let _ = s.write_all(&body);
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    // A synthetic upstream: well-formed files that fail the real MNIST checksums.
+    let up = tmp("mnist-up");
+    sgmcmc_data::mnist::write_synthetic(&up, 12, 4, 20, 8, 1).unwrap();
+    let base = serve(up.clone(), 4);
+    let to = tmp("mnist-to");
+    let t = to.to_str().unwrap();
+    fails_with(
+        &["data", "fetch", "mnist", "--to", t, "--base-url", &base],
+        2,
+        "SHA-256",
+    );
+    assert_eq!(std::fs::read_dir(&to).unwrap().count(), 0, "left behind");
+
+    // `data verify` checks a `mnist/` folder it finds, naming the first bad file.
+    std::fs::rename(&up, to.join("mnist")).unwrap();
+    fails_with(
+        &["data", "verify", t],
+        2,
+        "train-images-idx3-ubyte.gz: SHA-256",
+    );
+    let _ = std::fs::remove_dir_all(&to);
+
+    let root = std::env::var_os("SGMCMC_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "../shared/datasets".into());
+    if !root.join("mnist").is_dir() || !root.join("fashion-mnist").is_dir() {
+        println!(
+            "skipped: no mnist/fashion-mnist under {} (set SGMCMC_DATA_DIR)",
+            root.display()
+        );
+        return;
+    }
+    let out = sgmcmc(&["data", "verify", root.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for name in ["mnist", "fashion-mnist"] {
+        let line = format!("ok {}", root.join(name).display());
+        assert!(text.lines().any(|l| l == line), "no `{line}` in {text}");
+    }
 }

@@ -11,9 +11,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use burn::module::Module;
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use clap::Args;
 use serde::Serialize;
+use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
     Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets,
@@ -188,17 +190,17 @@ fn paired(seconds: f64, a: &mut Step, b: &mut Step) -> Result<(f64, f64, f64), A
     Ok((mean(&ra), mean(&rb), 0.5 * (ratios[3] + ratios[4])))
 }
 
-fn net_rates<M: Network>(
+fn net_rates<M: Module, T: Target<M> + Clone>(
     a: &BenchArgs,
     label: &str,
     make: impl Fn() -> M,
-    posterior: &Posterior,
-    batch: &Batch<M::Input>,
+    target: &T,
+    batch: &T::Batch,
     figures: &mut Vec<Figure>,
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
-    let one = || ModuleEnsemble::new(posterior.clone(), vec![make()], 1);
-    let two = || ModuleEnsemble::new(posterior.clone(), vec![make(), make()], 1);
+    let one = || ModuleEnsemble::new(target.clone(), vec![make()], 1);
+    let two = || ModuleEnsemble::new(target.clone(), vec![make(), make()], 1);
     let plain = |k: Kernel| SgmcmcConfig::constant(k, 1e-6, 1.0);
     let mut sgd = Sgmcmc::new(plain(Kernel::Sgd), one()?)?;
     let mut sgld = Sgmcmc::new(plain(Kernel::Sgld), one()?)?;
@@ -314,43 +316,61 @@ fn vr_overhead(
     Ok(())
 }
 
-/// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP at batch 100 (the shape of sklearn's
-/// digits: 1437 training and 360 test points, 10 classes; random data here, since the speed does
-/// not depend on the values), with a streaming Bayesian model average of the test predictions
-/// every 100 steps. Reports steps/s including the averaging.
-fn digits_rate(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Result<(), AppError> {
-    let (n, n_test) = (1437usize, 360usize);
-    let x = Tensor::<2>::random([n, 64], Distribution::Normal(0.0, 1.0), device);
-    let labels: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
-    let y = Tensor::<1, Int>::from_data(labels.as_slice(), device);
-    let x_test = Tensor::<2>::random([n_test, 64], Distribution::Normal(0.0, 1.0), device);
+/// The digits-shaped data of the BlackJAX comparison (random values: the speed does not depend
+/// on them), on one device.
+struct Digits {
+    x: Tensor<2>,
+    y: Tensor<1, Int>,
+    x_test: Tensor<2>,
+}
+
+impl Digits {
+    fn new(device: &Device) -> Self {
+        let (n, n_test) = (1437usize, 360usize);
+        let labels: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
+        Self {
+            x: Tensor::<2>::random([n, 64], Distribution::Normal(0.0, 1.0), device),
+            y: Tensor::<1, Int>::from_data(labels.as_slice(), device),
+            x_test: Tensor::<2>::random([n_test, 64], Distribution::Normal(0.0, 1.0), device),
+        }
+    }
+}
+
+/// One SGLD step of the BlackJAX comparison on `target`: a random window of 100 consecutive
+/// training points (a `slice`, no index upload), and every 100 steps the softmax predictions on
+/// the test set added to a streaming Bayesian model average (forward pass on the plain device).
+fn digits_step<'a, T>(
+    device: &Device,
+    target: T,
+    data: &'a Digits,
+    seed: u64,
+) -> Result<Step<'a>, AppError>
+where
+    T: Target<Mlp, Batch = Batch<Tensor<2>>> + 'a,
+{
     let mlp = MlpConfig {
         inputs: 64,
         hidden: vec![100],
         outputs: 10,
         activation: Activation::Tanh,
     };
-    let post = Posterior {
-        likelihood: Likelihood::Categorical,
-        scale: Scale::from_weight_decay(n, 1e-4),
-    };
-    let ens = ModuleEnsemble::new(post, vec![mlp.init(device)], 1)?;
+    let ens = ModuleEnsemble::new(target, vec![mlp.init(device)], seed)?;
     let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-5, 1.0), ens)?;
     let mut bma = sgmcmc_models::metrics::Bma::default();
-    let mut rng = ChainRng::new(3, 0);
+    let mut rng = ChainRng::new(3, seed);
+    let n = data.x.dims()[0];
+    let x_test = data.x_test.clone().inner();
     let mut k = 0u64;
-    let r = rate(a.seconds, || {
+    Ok(Box::new(move || {
         let start = rng.below(n - 100);
-        let idx: Vec<i64> = (start as i64..start as i64 + 100).collect();
-        let idx = Tensor::<1, Int>::from_data(idx.as_slice(), device);
         let b = Batch {
-            x: x.clone().select(0, idx.clone()),
-            y: Targets::Class(y.clone().select(0, idx)),
+            x: data.x.clone().slice(start..start + 100),
+            y: Targets::Class(data.y.clone().slice(start..start + 100)),
         };
         s.step(&b)?;
         k += 1;
         if k.is_multiple_of(100) {
-            let m = s.ensemble().modules().next().expect("one chain");
+            let m = s.ensemble().modules().next().expect("one chain").valid();
             let p = burn::tensor::activation::softmax(m.forward(x_test.clone()), 1);
             let v: Vec<f64> = p
                 .into_data()
@@ -362,10 +382,41 @@ fn digits_rate(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Res
             bma.add(1.0, &v);
         }
         Ok(())
-    })?;
+    }))
+}
+
+/// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP at batch 100 (the shape of sklearn's
+/// digits: 1437 training and 360 test points, 10 classes), with a streaming Bayesian model
+/// average of the test predictions every 100 steps. Reports steps/s including the averaging,
+/// for the autodiff [`Posterior`] and for the closed-form [`MlpPosterior`] on the plain device
+/// (paired, interleaved), and their step-time ratio.
+fn digits_rate(
+    a: &BenchArgs,
+    device: &Device,
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    let ad = device.clone().autodiff();
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(1437, 1e-4),
+    };
+    let (on_ad, plain) = (Digits::new(&ad), Digits::new(device));
+    let mut autodiff = digits_step(&ad, post.clone(), &on_ad, 1)?;
+    let mut closed = digits_step(device, MlpPosterior::new(post), &plain, 1)?;
+    let (ra, rb, ratio) = paired(a.seconds, &mut autodiff, &mut closed)?;
+    let label = "mlp64-100-10_tanh_b100";
     figures.push(Figure {
-        name: "mlp64-100-10_tanh_b100/sgld+bma steps".into(),
-        per_second: r,
+        name: format!("{label}/sgld+bma steps"),
+        per_second: ra,
+    });
+    figures.push(Figure {
+        name: format!("{label}/closed-form sgld+bma steps"),
+        per_second: rb,
+    });
+    ratios.push(Figure {
+        name: format!("{label}/closed-form:autodiff step time"),
+        per_second: ratio,
     });
     Ok(())
 }
@@ -379,7 +430,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios) = (Vec::new(), Vec::new());
     toy_rates(a, &device, &mut figures)?;
-    digits_rate(a, &ad, &mut figures)?;
+    digits_rate(a, &device, &mut figures, &mut ratios)?;
 
     let (mlp, post, batch) = mlp_workload(&ad);
     net_rates(
@@ -388,6 +439,23 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         || mlp.init(&ad),
         &post,
         &batch,
+        &mut figures,
+        &mut ratios,
+    )?;
+    // The same MLP with closed-form gradients on the plain device.
+    let plain_batch = Batch {
+        x: batch.x.clone().inner(),
+        y: match &batch.y {
+            Targets::Real(y) => Targets::Real(y.clone().inner()),
+            Targets::Class(y) => Targets::Class(y.clone().inner()),
+        },
+    };
+    net_rates(
+        a,
+        "mlp13-50-1_b50/closed-form",
+        || mlp.init(&device),
+        &MlpPosterior::new(post.clone()),
+        &plain_batch,
         &mut figures,
         &mut ratios,
     )?;

@@ -32,6 +32,8 @@ pub enum Command {
     VrResgld(crate::vr::VrArgs),
     /// UCI regression benchmark (CSGLD paper Table 1): one dataset and sampler, or `--table`.
     Uci(crate::uci::UciArgs),
+    /// MNIST mode exploration (thesis 6.4.1 / 7.2.3): ICSGLD, AWSGLD and baselines on digits 0-4.
+    Mnist(crate::mnist::MnistArgs),
     /// Fetch or verify benchmark data.
     #[command(subcommand)]
     Data(crate::data_cmd::DataCommand),
@@ -149,6 +151,7 @@ where
         Command::VrResgld(a) => crate::vr::run_cli(&a),
         Command::Uci(a) => crate::uci::run(&a),
         Command::Data(c) => crate::data_cmd::run(&c),
+        Command::Mnist(a) => crate::mnist::run(&a),
     }
 }
 

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use sgmcmc_data::fetch::{UCI_UPSTREAM, fetch_uci, table1, verify_uci};
+use sgmcmc_data::fetch::{UCI_UPSTREAM, fetch_uci, table1, verify_dir};
+use sgmcmc_data::fetch_mnist::{fetch_images, image_benchmark};
 
 use crate::error::AppError;
 
@@ -12,16 +13,20 @@ use crate::error::AppError;
 pub enum DataCommand {
     /// Download a benchmark from its public upstream and verify it (SHA-256 and layout).
     Fetch {
-        /// Which benchmark (`uci`: Energy, Concrete, Yacht, Wine with their 20 splits).
+        /// Which benchmark: `uci` (Energy, Concrete, Yacht, Wine with their 20 splits, into
+        /// `DIR/NAME/`), `mnist` or `fashion-mnist` (the four gzip IDX files, into `DIR/mnist/`
+        /// or `DIR/fashion-mnist/`).
         what: String,
-        /// Directory to write (`DIR/NAME/...`).
+        /// Directory to write.
         #[arg(long)]
         to: PathBuf,
-        /// Upstream base URL (`BASE/NAME/data/FILE`).
-        #[arg(long, default_value = UCI_UPSTREAM)]
-        base_url: String,
+        /// Upstream base URL (`uci`: `BASE/NAME/data/FILE`; images: `BASE/FILE.gz`); default:
+        /// the benchmark's public upstream.
+        #[arg(long)]
+        base_url: Option<String>,
     },
-    /// Verify an existing UCI directory (`DIR/NAME/...`): checksums and layout.
+    /// Verify the dataset folders found in DIR (UCI `DIR/NAME` or `DIR/uci/NAME`, `DIR/mnist`,
+    /// `DIR/fashion-mnist`): checksums and layout.
     Verify {
         /// The directory holding the dataset folders.
         dir: PathBuf,
@@ -32,17 +37,25 @@ pub enum DataCommand {
 pub fn run(c: &DataCommand) -> Result<(), AppError> {
     match c {
         DataCommand::Fetch { what, to, base_url } => {
-            if what != "uci" {
+            let dirs = if what == "uci" {
+                fetch_uci(base_url.as_deref().unwrap_or(UCI_UPSTREAM), to, &table1())?
+            } else if let Some(k) = image_benchmark(what) {
+                vec![fetch_images(
+                    base_url.as_deref().unwrap_or(&k.upstream),
+                    to,
+                    &k,
+                )?]
+            } else {
                 return Err(AppError::Usage(format!(
-                    "unknown benchmark `{what}` (known: uci)"
+                    "unknown benchmark `{what}` (known: uci, mnist, fashion-mnist)"
                 )));
-            }
-            for dir in fetch_uci(base_url, to, &table1())? {
+            };
+            for dir in dirs {
                 println!("ok {}", dir.display());
             }
         }
         DataCommand::Verify { dir } => {
-            for d in verify_uci(dir, &table1())? {
+            for d in verify_dir(dir)? {
                 println!("ok {}", d.display());
             }
         }

@@ -9,6 +9,8 @@ pub mod data_cmd;
 pub mod demo;
 pub mod device;
 pub mod error;
+pub mod mnist;
+pub mod net_runner;
 pub mod output;
 pub mod plot;
 pub mod progress;

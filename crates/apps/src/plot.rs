@@ -268,3 +268,63 @@ pub fn lines(
         Ok(())
     })
 }
+
+/// A scatter plot of named point series (e.g. gradient multiplier vs loss).
+pub fn scatter(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(&str, Vec<(f64, f64)>)],
+) -> Result<(), AppError> {
+    let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
+    let (x0, x1, y0, y1) = series.iter().flat_map(|s| s.1.iter()).filter(finite).fold(
+        (
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ),
+        |(a, b, c, d), p| (a.min(p.0), b.max(p.0), c.min(p.1), d.max(p.1)),
+    );
+    if !x0.is_finite() {
+        return Ok(());
+    }
+    let (xpad, ypad) = (0.02 * (x1 - x0).max(1e-9), 0.05 * (y1 - y0).max(1e-9));
+    let text = has_font();
+    atomically(path, |tmp| {
+        let root = BitMapBackend::new(tmp, (900, 500)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut builder = frame(&root, title, text);
+        let mut chart =
+            builder.build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - ypad)..(y1 + ypad))?;
+        if text {
+            chart
+                .configure_mesh()
+                .x_desc(x_desc)
+                .y_desc(y_desc)
+                .draw()?;
+        }
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).mix(0.6);
+            let anno = chart.draw_series(
+                pts.iter()
+                    .filter(finite)
+                    .map(|p| Circle::new(*p, 2, color.filled())),
+            )?;
+            if text {
+                anno.label(*name)
+                    .legend(move |(x, y)| Circle::new((x + 9, y), 4, color.filled()));
+            }
+        }
+        if text && series.len() > 1 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()?;
+        }
+        root.present()?;
+        Ok(())
+    })
+}

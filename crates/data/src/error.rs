@@ -68,6 +68,87 @@ pub enum DataError {
         /// What is missing, e.g. "data rows", "test rows", "feature columns".
         what: &'static str,
     },
+    /// An IDX header is unusable: bad magic, a type code other than unsigned bytes (0x08), a
+    /// header shorter than its dimension list, or a rank the reader did not expect.
+    #[error("{}: bad IDX header: {why}", path.display())]
+    IdxHeader {
+        /// The IDX file.
+        path: PathBuf,
+        /// What is wrong, e.g. "magic 0x1234 is not 0x0000", "type code 0x0d is not 0x08".
+        why: String,
+    },
+    /// The payload of an IDX file does not have `prod(dims)` bytes (truncated or trailing data).
+    #[error(
+        "{}: IDX dims {dims:?} need {expected} payload bytes, got {got} (truncated or corrupt file)",
+        path.display()
+    )]
+    IdxLength {
+        /// The IDX file.
+        path: PathBuf,
+        /// The dimensions from the header.
+        dims: Vec<usize>,
+        /// `prod(dims)`.
+        expected: usize,
+        /// Payload bytes present after the header.
+        got: usize,
+    },
+    /// A gzip stream could not be decompressed.
+    #[error("{}: corrupt gzip stream: {source}", path.display())]
+    Gzip {
+        /// The compressed file.
+        path: PathBuf,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A class label is not below the number of classes.
+    #[error("{}: label {label} of item {index} is out of range (must be < {classes})", path.display())]
+    LabelOutOfRange {
+        /// The label file.
+        path: PathBuf,
+        /// 0-based item index.
+        index: usize,
+        /// The label read.
+        label: u8,
+        /// Number of classes.
+        classes: u8,
+    },
+    /// An image file and its label file hold different numbers of items.
+    #[error("{} has {n_images} images but {} has {n_labels} labels", images.display(), labels.display())]
+    CountMismatch {
+        /// The image file.
+        images: PathBuf,
+        /// Number of images in it.
+        n_images: usize,
+        /// The label file.
+        labels: PathBuf,
+        /// Number of labels in it.
+        n_labels: usize,
+    },
+    /// Filtering an image set by class kept nothing.
+    #[error("no image has a label in {classes:?}")]
+    EmptyFilter {
+        /// The classes asked for.
+        classes: Vec<u8>,
+    },
+    /// A file's SHA-256 differs from the expected one.
+    #[error("{}: SHA-256 {got} differs from the expected {expected}", path.display())]
+    Checksum {
+        /// The file (for compressed files: its decompressed payload).
+        path: PathBuf,
+        /// Hex SHA-256 expected.
+        expected: String,
+        /// Hex SHA-256 found.
+        got: String,
+    },
+    /// A directory holds none of the known dataset folders.
+    #[error("{}: no dataset to verify (looked for {looked_for})", path.display())]
+    NoDatasets {
+        /// The directory searched.
+        path: PathBuf,
+        /// The folder names looked for, comma-separated.
+        looked_for: String,
+    },
     /// Anything else that makes the dataset unusable, with a message naming file and line.
     #[error("{0}")]
     Invalid(String),

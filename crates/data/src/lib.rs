@@ -4,7 +4,21 @@
 
 pub mod error;
 pub mod fetch;
+pub mod fetch_mnist;
+pub mod idx;
+pub mod mnist;
 pub mod uci;
 
 pub use error::DataError;
+pub use mnist::{ImageData, ImageSet, epoch_order};
 pub use uci::{Split, SplitData, Standardizer, UciDataset};
+
+/// Where tests find the shared datasets: `$SGMCMC_DATA_DIR`, else `../shared/datasets` relative
+/// to the workspace root.
+#[cfg(test)]
+pub(crate) fn shared_datasets() -> std::path::PathBuf {
+    std::env::var_os("SGMCMC_DATA_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets"),
+        std::path::PathBuf::from,
+    )
+}

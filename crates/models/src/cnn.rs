@@ -8,6 +8,7 @@ use burn::nn::{Linear, LinearConfig};
 use burn::tensor::{Device, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
+use crate::conv_gemm::conv_pool_relu_nhwc;
 use crate::network::Network;
 
 /// Configuration of a [`Cnn`].
@@ -62,13 +63,51 @@ pub struct Cnn {
     fc2: Linear,
 }
 
-impl Network for Cnn {
-    type Input = Tensor<4>;
-
-    fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+impl Cnn {
+    /// The reference forward pass through burn's `Conv2d` / `MaxPool2d` modules on NCHW images
+    /// (the same function as [`Network::forward`], which computes it channels-last by im2col;
+    /// kept to check that path and to measure against).
+    pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<2> {
         let h = self.pool.forward(activation::relu(self.conv1.forward(x)));
         let h = self.pool.forward(activation::relu(self.conv2.forward(h)));
         let h: Tensor<2> = h.flatten(1, 3);
         self.fc2.forward(activation::relu(self.fc1.forward(h)))
+    }
+}
+
+/// A conv block `relu(maxpool(conv(x)))` on channels-last images, through
+/// [`conv_pool_relu_nhwc`]; shapes are fixed by [`CnnConfig::init`], so a mismatch is a bug.
+fn block(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+    conv_pool_relu_nhwc(x, conv.weight.val(), conv.bias.as_ref().map(|b| b.val()))
+        .expect("images must have the shape CnnConfig was built for")
+}
+
+impl Network for Cnn {
+    type Input = Tensor<4>;
+
+    /// `fc2(relu(fc1(flatten(block2(block1(x))))))` with `block = relu . maxpool2x2 . conv5x5`,
+    /// computed channels-last. `fc1`'s weight rows are in burn's NCHW flatten order `(c, i, j)`;
+    /// they are permuted to the channels-last order `(i, j, c)` of the features instead.
+    fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        let [b, c, h, w] = x.dims();
+        let x = if c == 1 {
+            x.reshape([b, h, w, 1])
+        } else {
+            x.permute([0, 2, 3, 1])
+        };
+        let h = block(&self.conv2, block(&self.conv1, x));
+        let [_, ph, pw, ch] = h.dims();
+        let features: Tensor<2> = h.reshape([b, ph * pw * ch]);
+        let weight = self.fc1.weight.val();
+        let hidden = weight.dims()[1];
+        let weight: Tensor<2> = weight
+            .reshape([ch, ph * pw, hidden])
+            .swap_dims(0, 1)
+            .reshape([ph * pw * ch, hidden]);
+        let mut z = features.matmul(weight);
+        if let Some(bias) = &self.fc1.bias {
+            z = z + bias.val().reshape([1, hidden]);
+        }
+        self.fc2.forward(activation::relu(z))
     }
 }

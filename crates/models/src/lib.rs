@@ -6,21 +6,27 @@
 //! minibatch of `n` out of `N` points as `U~ = prior_precision / 2 |theta|^2 - (N / n) sum_B
 //! log p`. A weight decay `wd` on the *mean* loss corresponds to `prior_precision = N wd`, and a
 //! mean-loss learning rate `eta` to the full-data-scale `lr = eta / N`
-//! (CIFAR: `eta = 0.1, wd = 5e-4, N = 5e4` is `lr = 2e-6`, precision 25).
+//! (CIFAR: `eta = 0.1, wd = 5e-4, N = 5e4` is `lr = 2e-6`, precision 25). `|theta|^2` runs over
+//! the trainable parameters only ([`prior`]); a regression network may carry a sampled noise
+//! precision under a Gamma prior ([`noise`], [`WithNoise`], [`Likelihood::GaussianLearned`]).
 
 pub mod cnn;
+pub mod conv_gemm;
 pub mod likelihood;
 pub use likelihood::Targets;
 pub mod metrics;
+pub mod mixture_nll;
 pub mod mlp;
 pub mod network;
+pub mod noise;
 pub mod posterior;
-mod prior;
+pub mod prior;
 pub mod resnet;
 
 pub use cnn::{Cnn, CnnConfig};
 pub use likelihood::Likelihood;
 pub use mlp::{Activation, Mlp, MlpConfig};
 pub use network::Network;
+pub use noise::WithNoise;
 pub use posterior::{Batch, Posterior, Scale};
 pub use resnet::{ResNet, ResNetConfig};

@@ -5,25 +5,57 @@
 //! predictions (`sum w_s p_s / sum w_s`; weights 1 for plain samplers, `theta[J]^zeta` for
 //! contour samplers).
 
-/// Streaming weighted average of per-model prediction vectors.
-#[derive(Clone, Debug, Default)]
+/// Streaming weighted average of per-model prediction vectors, kept in the log domain:
+/// contour weights `theta[J]^zeta` with `zeta = 3e4` span thousands of orders of magnitude, so
+/// the sum is stored as `exp(max_log_w) * sum_s exp(log_w_s - max_log_w) p_s` and rescaled
+/// whenever a larger weight arrives. Serialisable, for checkpoints.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Bma {
     sum: Vec<f64>,
+    /// `sum exp(log_w - max)`.
     weight: f64,
+    /// `sum exp(2 (log_w - max))`, for the effective number of models.
+    weight_sq: f64,
+    max: Option<f64>,
     models: usize,
 }
 
 impl Bma {
     /// Adds one model's predictions with weight `w >= 0`.
     pub fn add(&mut self, w: f64, prediction: &[f64]) {
+        self.add_log(w.ln(), prediction);
+    }
+
+    /// Adds one model's predictions with log weight `log_w` (`-inf` adds nothing but a count).
+    pub fn add_log(&mut self, log_w: f64, prediction: &[f64]) {
         if self.sum.is_empty() {
             self.sum = vec![0.0; prediction.len()];
         }
+        self.models += 1;
+        if log_w.is_nan() || log_w == f64::NEG_INFINITY {
+            return;
+        }
+        let max = match self.max {
+            Some(m) if m >= log_w => m,
+            Some(m) => {
+                let r = (m - log_w).exp();
+                self.sum.iter_mut().for_each(|s| *s *= r);
+                self.weight *= r;
+                self.weight_sq *= r * r;
+                self.max = Some(log_w);
+                log_w
+            }
+            None => {
+                self.max = Some(log_w);
+                log_w
+            }
+        };
+        let w = (log_w - max).exp();
         for (s, p) in self.sum.iter_mut().zip(prediction) {
             *s += w * p;
         }
         self.weight += w;
-        self.models += 1;
+        self.weight_sq += w * w;
     }
 
     /// The weighted average (`None` before any model or with zero total weight).
@@ -34,6 +66,15 @@ impl Bma {
     /// Models added.
     pub fn models(&self) -> usize {
         self.models
+    }
+
+    /// Kish's effective number of models `(sum w)^2 / sum w^2` (0 before any weight).
+    pub fn effective_models(&self) -> f64 {
+        if self.weight_sq > 0.0 {
+            self.weight * self.weight / self.weight_sq
+        } else {
+            0.0
+        }
     }
 }
 
@@ -168,5 +209,30 @@ mod tests {
         b.add(3.0, &[0.0, 1.0]);
         assert_eq!(b.mean().unwrap(), vec![0.25, 0.75]);
         assert_eq!(b.models(), 2);
+    }
+
+    #[test]
+    fn bma_in_the_log_domain_survives_weights_beyond_f64() {
+        // Weights exp(-2e5 + c): as plain f64 they are all 0; the average is exact anyway.
+        let mut b = Bma::default();
+        b.add_log(-2e5, &[1.0, 0.0]);
+        b.add_log(-2e5 + 3f64.ln(), &[0.0, 1.0]);
+        // `-2e5 + ln 3` carries f64's absolute error at 2e5 (~3e-11), hence 1e-9.
+        let m = b.mean().unwrap();
+        assert!(
+            (m[0] - 0.25).abs() < 1e-9 && (m[1] - 0.75).abs() < 1e-9,
+            "{m:?}"
+        );
+        // Kish's effective size of weights (1, 3): 16 / 10.
+        assert!((b.effective_models() - 1.6).abs() < 1e-9);
+        // A later, much larger weight dominates; an earlier larger one is not rescaled away.
+        b.add_log(-1e5, &[0.5, 0.5]);
+        let m = b.mean().unwrap();
+        assert!((m[0] - 0.5).abs() < 1e-12, "{m:?}");
+        assert!((b.effective_models() - 1.0).abs() < 1e-12);
+        // -inf (weight 0) counts the model but moves nothing.
+        b.add_log(f64::NEG_INFINITY, &[1.0, 0.0]);
+        assert_eq!(b.models(), 4);
+        assert!((b.mean().unwrap()[0] - 0.5).abs() < 1e-12);
     }
 }

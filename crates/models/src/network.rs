@@ -1,6 +1,6 @@
 //! What a posterior needs from a network.
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::tensor::Tensor;
 
 /// A burn module mapping a batch of inputs to `[batch, outputs]`.
@@ -9,4 +9,11 @@ pub trait Network: Module {
     type Input: Clone;
     /// The forward pass.
     fn forward(&self, x: Self::Input) -> Tensor<2>;
+    /// The sampled log noise precision `s = ln lambda` (a one-element parameter), for models that
+    /// learn the noise of a Gaussian likelihood ([`WithNoise`](crate::WithNoise)); `None` for a
+    /// plain network. The posterior uses its value in the likelihood and its id to keep it out of
+    /// the isotropic weight prior.
+    fn log_precision(&self) -> Option<&Param<Tensor<1>>> {
+        None
+    }
 }

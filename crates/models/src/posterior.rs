@@ -1,5 +1,6 @@
 //! The posterior of a network as a sampler target.
 
+use burn::module::{Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 use sgmcmc_samplers::TargetError;
@@ -8,6 +9,7 @@ use sgmcmc_samplers::target::{Estimate, Target};
 
 use crate::likelihood::{Likelihood, Targets};
 use crate::network::Network;
+use crate::noise::gamma_prior_energy;
 use crate::prior::squared_norm;
 
 /// Full-data scaling of a posterior.
@@ -31,6 +33,13 @@ impl Scale {
 
 /// `U~(theta) = prior_precision / 2 |theta|^2 + (N / n) * NLL(batch)` for a network `M`.
 /// The model must live on an autodiff device (`device.autodiff()`).
+///
+/// `|theta|^2` runs over the trainable parameters only (not BatchNorm running statistics; see
+/// [`squared_norm`]). With [`Likelihood::GaussianLearned`] the model carries `s = ln lambda`
+/// ([`Network::log_precision`]); `s` is left out of the Gaussian weight prior and gets the
+/// Gamma prior instead:
+/// `U~(theta, s) = prior_precision / 2 |theta|^2 + (N / n) sum_B [e^s / 2 r^2 - s / 2 +
+/// ln(2 pi) / 2] - shape s + rate e^s` (see [`crate::noise`]).
 #[derive(Clone, Debug)]
 pub struct Posterior {
     /// Observation model.
@@ -55,17 +64,23 @@ impl Posterior {
         model: &M,
         batch: &Batch<M::Input>,
     ) -> Result<Tensor<1>, TargetError> {
+        self.likelihood.validate()?;
+        let noise = model.log_precision();
         let out = model.forward(batch.x.clone());
         let n = out.dims()[0];
-        let nll = self
+        let mut energy = self
             .likelihood
-            .neg_log_lik(out, &batch.y)?
+            .neg_log_lik_given(out, &batch.y, noise.map(Param::val))?
             .mul_scalar(self.scale.n_data as f64 / n as f64);
-        Ok(match squared_norm(model) {
+        if let (Likelihood::GaussianLearned { shape, rate }, Some(s)) = (self.likelihood, noise) {
+            energy = energy + gamma_prior_energy(s.val(), shape, rate);
+        }
+        let exclude: Vec<ParamId> = noise.map(|p| p.id).into_iter().collect();
+        Ok(match squared_norm(model, &exclude) {
             Some(sq) if self.scale.prior_precision > 0.0 => {
-                nll + sq.mul_scalar(0.5 * self.scale.prior_precision)
+                energy + sq.mul_scalar(0.5 * self.scale.prior_precision)
             }
-            _ => nll,
+            _ => energy,
         })
     }
 }

@@ -27,6 +27,9 @@ pub enum SamplerError {
         /// The energy value.
         energy: f64,
     },
+    /// A checkpoint does not fit the sampler it is restored into.
+    #[error("checkpoint does not match this sampler: {0}")]
+    Checkpoint(String),
     /// The target failed to produce an estimate.
     #[error(transparent)]
     Target(#[from] TargetError),

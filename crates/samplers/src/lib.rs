@@ -16,6 +16,7 @@
 //! Only scalars cross between the control layer and the tensors: energies go up, step sizes come
 //! down. That keeps every sampler unchanged across burn devices (flex, ndarray, wgpu).
 
+pub mod checkpoint;
 pub mod collect;
 pub mod control;
 pub mod diagnostics;

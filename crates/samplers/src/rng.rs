@@ -12,8 +12,8 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal, StudentT};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// A chain's random stream (xoshiro256++).
-#[derive(Clone, Debug)]
+/// A chain's random stream (xoshiro256++). Serialisable, for checkpoints.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ChainRng(Xoshiro256PlusPlus);
 
 impl ChainRng {

@@ -14,6 +14,13 @@
 //! with the models' spread plus a plug-in noise variance, the mean squared training residual of
 //! the averaged prediction (the unit likelihood precision is a fixed modelling choice, not an
 //! estimate of the noise).
+//!
+//! **Learned noise** ([`UciNoise::Learned`], not the paper's protocol): the MLP is wrapped in
+//! [`WithNoise`] so the noise precision `lambda = e^s` is sampled with the weights under a
+//! `Gamma(shape, rate)` prior (see `sgmcmc_models::noise`), starting from `lambda = 1`. The test
+//! NLL is then that of the posterior predictive itself: the weighted mixture over the collected
+//! models, each a Gaussian with its own mean and its own sampled `1 / lambda_k`
+//! ([`MixtureNll`]), in original units. RMSE is unchanged (the mixture's mean).
 
 use std::time::Instant;
 
@@ -21,20 +28,67 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::Serialize;
 use sgmcmc_data::SplitData;
 use sgmcmc_models::metrics::{gaussian_nll, rmse};
+use sgmcmc_models::mixture_nll::MixtureNll;
 use sgmcmc_models::posterior::Batch;
-use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets};
+use sgmcmc_models::{
+    Activation, Likelihood, MlpConfig, Network, Posterior, Scale, Targets, WithNoise,
+};
 use sgmcmc_samplers::control::{EnergyPartition, RandomField};
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_samplers::sampler::{ContourConfig, SgmcmcConfig};
 
 use crate::error::AppError;
+use crate::net_runner::{NetRunner, NetSpec, seeded};
 
 /// Samplers `sgmcmc uci` runs by name.
 pub const UCI_SAMPLERS: &[&str] = &[
     "sgd", "msgd", "sgld", "sghmc", "psgld", "csgld", "csghmc", "pcsgld",
 ];
+
+/// The observation noise model of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UciNoise {
+    /// Fixed noise precision (the paper: 1 in the target's units).
+    Fixed {
+        /// `lambda`.
+        precision: f64,
+    },
+    /// Noise precision sampled with the weights under a `Gamma(shape, rate)` prior.
+    Learned {
+        /// Gamma shape `a`.
+        shape: f64,
+        /// Gamma rate `b` (squared target units).
+        rate: f64,
+    },
+}
+
+impl UciNoise {
+    /// The default learned-noise prior `Gamma(1, 0.01)`: an exponential prior on `lambda` with
+    /// mean 100, weak for any noise sd above ~0.1 target units, so the data (hundreds of
+    /// points) set `lambda`. (PBP's `Gamma(6, 6)` assumes a standardized target; the paper's
+    /// protocol keeps the target in original units.)
+    pub fn learned(shape: Option<f64>, rate: Option<f64>) -> Self {
+        Self::Learned {
+            shape: shape.unwrap_or(1.0),
+            rate: rate.unwrap_or(0.01),
+        }
+    }
+
+    /// Checks the precision (finite, `> 0`) or the Gamma parameters (finite, `>= 0`).
+    pub fn validate(self) -> Result<(), AppError> {
+        Ok(self.likelihood().validate()?)
+    }
+
+    fn likelihood(self) -> Likelihood {
+        match self {
+            Self::Fixed { precision } => Likelihood::Gaussian { precision },
+            Self::Learned { shape, rate } => Likelihood::GaussianLearned { shape, rate },
+        }
+    }
+}
 
 /// The settings of one run.
 #[derive(Clone, Debug, Serialize)]
@@ -61,6 +115,8 @@ pub struct UciRun {
     pub seed: u64,
     /// Standardize the target too (not the paper's protocol).
     pub standardize_target: bool,
+    /// Observation noise (the paper: fixed unit precision).
+    pub noise: UciNoise,
 }
 
 impl UciRun {
@@ -78,6 +134,7 @@ impl UciRun {
             models: 50,
             seed,
             standardize_target: false,
+            noise: UciNoise::Fixed { precision: 1.0 },
         }
     }
 }
@@ -95,33 +152,15 @@ pub struct UciResult {
     pub wall_seconds: f64,
     /// Why the run failed (a diverged chain, ...); its metrics are then NaN.
     pub error: Option<String>,
+    /// With learned noise: the weighted mean over the collected models of the sampled noise sd
+    /// `lambda^-1/2`, in original units.
+    pub noise_sd: Option<f64>,
 }
 
-enum Runner {
-    Plain(Box<Sgmcmc<ModuleEnsemble<Mlp, Posterior>>>),
-    Contour(Box<Contour<ModuleEnsemble<Mlp, Posterior>>>),
-}
-
-impl Runner {
-    fn model(&self) -> Mlp {
-        let m = match self {
-            Runner::Plain(s) => s.ensemble().modules().next(),
-            Runner::Contour(s) => s.ensemble().modules().next(),
-        };
-        m.expect("one chain").clone()
-    }
-
-    /// One step; returns the importance weight of the pre-move point.
-    fn step(&mut self, b: &Batch<Tensor<2>>) -> Result<f64, AppError> {
-        let r = match self {
-            Runner::Plain(s) => s.step(b)?,
-            Runner::Contour(s) => s.step(b)?,
-        };
-        Ok(r.weights[0])
-    }
-}
-
-fn runner(run: &UciRun, ens: ModuleEnsemble<Mlp, Posterior>) -> Result<Runner, AppError> {
+fn runner<M: Network<Input = Tensor<2>>>(
+    run: &UciRun,
+    ens: ModuleEnsemble<M, Posterior>,
+) -> Result<NetRunner<M>, AppError> {
     let (kernel, stochastic) = match run.sampler.as_str() {
         "sgd" => (Kernel::Sgd, false),
         "msgd" => (Kernel::Momentum { mu: 0.9 }, false),
@@ -137,24 +176,49 @@ fn runner(run: &UciRun, ens: ModuleEnsemble<Mlp, Posterior>) -> Result<Runner, A
     };
     let tau = if stochastic { run.temperature } else { 0.0 };
     let base = SgmcmcConfig::constant(kernel, run.lr, tau);
-    Ok(
-        if matches!(run.sampler.as_str(), "csgld" | "csghmc" | "pcsgld") {
-            let cfg = ContourConfig::new(
-                base,
-                EnergyPartition::new(0.0, run.du, 1000)?,
-                RandomField::Power,
-                run.zeta,
-            );
-            Runner::Contour(Box::new(Contour::new(cfg, ens)?))
-        } else {
-            Runner::Plain(Box::new(Sgmcmc::new(base, ens)?))
-        },
-    )
+    let spec = if matches!(run.sampler.as_str(), "csgld" | "csghmc" | "pcsgld") {
+        NetSpec::Contour(ContourConfig::new(
+            base,
+            EnergyPartition::new(0.0, run.du, 1000)?,
+            RandomField::Power,
+            run.zeta,
+        ))
+    } else {
+        NetSpec::Plain(base)
+    };
+    NetRunner::new(&spec, ens)
 }
 
 /// Runs `run` on `data` on the autodiff `device`. An NLL that is not finite (a collapsed
 /// predictive spread) is reported as such.
 pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciResult, AppError> {
+    let mlp = MlpConfig {
+        inputs: data.n_features,
+        hidden: vec![50],
+        outputs: 1,
+        activation: Activation::Relu,
+    };
+    run.noise.validate()?;
+    match run.noise {
+        UciNoise::Fixed { .. } => {
+            let model = seeded(device, run.seed, || mlp.init(device));
+            run_model(run, data, device, model)
+        }
+        UciNoise::Learned { .. } => {
+            let net = seeded(device, run.seed, || mlp.init(device));
+            let model = WithNoise::new(net, 1.0, device)?;
+            run_model(run, data, device, model)
+        }
+    }
+}
+
+/// [`run_split`] for a given initial model (an MLP, or an MLP with a learned noise precision).
+fn run_model<M: Network<Input = Tensor<2>>>(
+    run: &UciRun,
+    data: &SplitData,
+    device: &Device,
+    model: M,
+) -> Result<UciResult, AppError> {
     let start = Instant::now();
     let (n, d) = (data.n_train(), data.n_features);
     if n < run.batch {
@@ -176,22 +240,18 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
             .collect();
         (raw, Box::new(|v| v))
     };
+    // Model units -> original units is affine: a noise sd scales by |back(1) - back(0)|.
+    let unit = (back(1.0) - back(0.0)).abs();
     let y_train = Tensor::<2>::from_data(TensorData::new(y_fit.clone(), [n, 1]), device);
     let x_test = Tensor::<2>::from_data(
         TensorData::new(data.x_test.clone(), [data.n_test(), d]),
         device,
     );
     let posterior = Posterior {
-        likelihood: Likelihood::Gaussian { precision: 1.0 },
+        likelihood: run.noise.likelihood(),
         scale: Scale::from_weight_decay(n, run.weight_decay),
     };
-    let mlp = MlpConfig {
-        inputs: d,
-        hidden: vec![50],
-        outputs: 1,
-        activation: Activation::Relu,
-    };
-    let ens = ModuleEnsemble::new(posterior, vec![mlp.init(device)], run.seed)?;
+    let ens = ModuleEnsemble::new(posterior, vec![model], run.seed)?;
     let mut sampler = runner(run, ens)?;
     let per_epoch = n / run.batch;
     let total = (run.epochs * per_epoch) as u64;
@@ -205,6 +265,9 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
         vec![0.0f64; n],
         0.0,
     );
+    // Learned noise: the mixture predictive and the weighted sum of the sampled noise sds.
+    let mut mixture = MixtureNll::new(data.y_test_raw.clone());
+    let mut sd_sum = 0.0;
     let mut k = 0u64;
     for _ in 0..run.epochs {
         // Fisher-Yates shuffle of the training rows.
@@ -219,8 +282,9 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
                 y: Targets::Real(y_train.clone().select(0, idx)),
             };
             let take = k >= burn && (k - burn).is_multiple_of(every);
-            let model = take.then(|| sampler.model());
-            let w = sampler.step(&batch)?;
+            let model = take.then(|| sampler.modules()[0].clone());
+            // The importance weight of the pre-move point, the model just taken.
+            let w = sampler.step(&batch)?.weights[0];
             if let Some(m) = model {
                 let pt = to_vec(m.forward(x_test.clone()))?;
                 let pr = to_vec(m.forward(x_train.clone()))?;
@@ -230,6 +294,13 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
                 }
                 for (s, p) in train_sum.iter_mut().zip(&pr) {
                     *s += w * p;
+                }
+                if let Some(s) = m.log_precision() {
+                    let s = f64::from(s.val().into_scalar::<f32>());
+                    let sd = unit * (-0.5 * s).exp();
+                    let means: Vec<f64> = pt.iter().map(|p| back(*p)).collect();
+                    mixture.add(w, &means, sd);
+                    sd_sum += w * sd;
                 }
                 wsum += w;
             }
@@ -256,12 +327,18 @@ pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciR
         pred.push(p);
         var.push((back(mean + v.sqrt()) - p).powi(2));
     }
+    let learned = matches!(run.noise, UciNoise::Learned { .. });
+    let nll = match mixture.value() {
+        Some(v) if learned => v,
+        _ => gaussian_nll(&pred, &var, &data.y_test_raw),
+    };
     Ok(UciResult {
         rmse: rmse(&pred, &data.y_test_raw),
-        nll: gaussian_nll(&pred, &var, &data.y_test_raw),
+        nll,
         steps: k,
         wall_seconds: start.elapsed().as_secs_f64(),
         error: None,
+        noise_sd: learned.then(|| sd_sum / wsum),
     })
 }
 
@@ -270,4 +347,52 @@ fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, AppError> {
         .try_into_vec::<f32>()
         .map(|v| v.into_iter().map(f64::from).collect())
         .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use sgmcmc_data::UciDataset;
+    use sgmcmc_data::uci::write_synthetic;
+
+    use super::*;
+
+    #[test]
+    fn learned_noise_moves_from_its_start_to_the_residual_scale() {
+        // y = w.x + sin(x_0) + 0.1 N(0, 1) over 4 features (target sd ~1.5). The precision
+        // starts at 1 (noise sd 1.0, ten times the true noise); sampled with the weights it must
+        // settle near the scale of the residuals (the fitted MLP's RMSE is ~0.1-0.3 here), so
+        // its sd ends well below the start and above nothing-but-noise. The NLL is that of
+        // the mixture of the collected models' Gaussians, finite.
+        let dir = std::env::temp_dir().join(format!("sgmcmc-uci-noise-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        write_synthetic(&dir, 400, 4, 1, 0.1, 7).unwrap();
+        let split = UciDataset::load(&dir).unwrap().split(0).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let device = Device::flex().autodiff();
+        for sampler in ["sgld", "csgld"] {
+            let mut run = UciRun::paper(sampler, 1.0, 1.0, 1);
+            run.epochs = 200;
+            run.lr = 1e-4;
+            run.noise = UciNoise::learned(None, None);
+            let r = run_split(&run, &split, &device).unwrap();
+            let sd = r.noise_sd.unwrap();
+            println!(
+                "{sampler}: RMSE {:.3}, NLL {:.3}, sampled noise sd {sd:.3}",
+                r.rmse, r.nll
+            );
+            assert!(r.rmse < 0.5, "{sampler}: RMSE {}", r.rmse);
+            assert!(r.nll.is_finite(), "{sampler}: NLL {}", r.nll);
+            assert!((0.1..0.8).contains(&sd), "{sampler}: noise sd {sd}");
+        }
+        // The paper's fixed precision reports no sampled noise.
+        let mut run = UciRun::paper("sgld", 1.0, 1.0, 1);
+        run.epochs = 5;
+        assert!(run_split(&run, &split, &device).unwrap().noise_sd.is_none());
+        run.noise = UciNoise::learned(Some(-1.0), None);
+        assert!(matches!(
+            run_split(&run, &split, &device),
+            Err(AppError::Usage(m)) if m.contains("noise shape")
+        ));
+    }
 }

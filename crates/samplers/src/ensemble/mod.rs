@@ -13,7 +13,7 @@ mod host;
 mod module;
 
 pub use host::{HostEnsemble, HostTarget};
-pub use module::ModuleEnsemble;
+pub use module::{ModuleEnsemble, module_values, with_module_values};
 
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel};

@@ -6,6 +6,10 @@ use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 
+mod state;
+
+pub use state::{module_values, with_module_values};
+
 use super::{Ensemble, needs_noise};
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel, TensorCoef};

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::Driver;
 use super::{Sampler, SgmcmcConfig, StepReport, check_finite};
+use crate::checkpoint::{SamplerState, StatefulEnsemble, mismatch};
 use crate::control::{
     ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
@@ -208,9 +209,40 @@ impl<E: Ensemble> Contour<E> {
                     self.theta.log_flattening(j, partition.offset(j, u_bin))
                 }
             };
-            d.report.weights[p] = (log_w - reweight * u).exp();
+            d.report.log_weights[p] = log_w - reweight * u;
+            d.report.weights[p] = d.report.log_weights[p].exp();
         }
         Ok(d.apply(&self.config.base.kernel, phase))
+    }
+}
+
+impl<E: StatefulEnsemble> Contour<E> {
+    /// The state a run needs to continue exactly, `theta` included ([`crate::checkpoint`]).
+    pub fn state(&self) -> Result<SamplerState, SamplerError> {
+        self.driver.state(Some(self.theta.clone()))
+    }
+
+    /// Restores a state taken from a sampler of the same configuration.
+    pub fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
+        match &state.theta {
+            Some(t) if t.theta().len() == self.theta.theta().len() => {}
+            Some(t) => {
+                return Err(mismatch(format!(
+                    "theta has {} bins, the sampler {}",
+                    t.theta().len(),
+                    self.theta.theta().len()
+                )));
+            }
+            None => {
+                return Err(mismatch(
+                    "a plain sampler's checkpoint given to a contour sampler",
+                ));
+            }
+        }
+        if let Some(theta) = self.driver.restore(state)? {
+            self.theta = theta;
+        }
+        Ok(())
     }
 }
 

@@ -2,7 +2,8 @@
 //! coefficients, move the chains, fill the report.
 
 use super::{StepReport, check_finite};
-use crate::control::Phase;
+use crate::checkpoint::{SamplerState, StatefulEnsemble};
+use crate::control::{ContourTheta, Phase};
 use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel, StepSize};
@@ -28,6 +29,7 @@ impl<E: Ensemble> Driver<E> {
                 step_sizes: vec![StepSize::new(0.0, 0.0); n],
                 bins: if with_bins { vec![0; n] } else { Vec::new() },
                 weights: vec![1.0; n],
+                log_weights: vec![0.0; n],
                 ..StepReport::default()
             },
         }
@@ -70,5 +72,28 @@ impl<E: Ensemble> Driver<E> {
         self.report.phase = Some(phase);
         self.step += 1;
         &self.report
+    }
+}
+
+impl<E: StatefulEnsemble> Driver<E> {
+    /// The state of the chains and counters, with the sampler's `theta` if it has one.
+    pub(crate) fn state(&self, theta: Option<ContourTheta>) -> Result<SamplerState, SamplerError> {
+        Ok(SamplerState {
+            step: self.step,
+            bouncy_moves: self.report.bouncy_moves,
+            theta,
+            ensemble: self.ensemble.state()?,
+        })
+    }
+
+    /// Restores chains and counters; returns the checkpoint's `theta` for the sampler to check.
+    pub(crate) fn restore(
+        &mut self,
+        state: SamplerState,
+    ) -> Result<Option<ContourTheta>, SamplerError> {
+        self.ensemble.restore(state.ensemble)?;
+        self.step = state.step;
+        self.report.bouncy_moves = state.bouncy_moves;
+        Ok(state.theta)
     }
 }

@@ -20,6 +20,9 @@ pub struct StepReport {
     /// Importance weight of each chain's pre-move point `x_k` (`theta[J]^zeta` for contour
     /// samplers, 1 otherwise): a sample `x_k` collected *before* step `k` carries this weight.
     pub weights: Vec<f64>,
+    /// `ln` of `weights`, exact where the weight itself under- or overflows (`zeta = 3e4` on
+    /// MNIST gives weights like `exp(-2e5)`); 0 for plain samplers.
+    pub log_weights: Vec<f64>,
     /// Moves with a negative gradient multiplier so far ("bouncy" escapes).
     pub bouncy_moves: u64,
     /// Rung of each chain after this step's swaps (replica exchange; empty otherwise): the

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::Driver;
 use super::{Sampler, StepReport};
+use crate::checkpoint::{SamplerState, StatefulEnsemble, mismatch};
 use crate::control::{Phase, Schedule};
 use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
@@ -89,6 +90,23 @@ impl<E: Ensemble> Sgmcmc<E> {
     /// Gives the chains back.
     pub fn into_ensemble(self) -> E {
         self.driver.ensemble
+    }
+}
+
+impl<E: StatefulEnsemble> Sgmcmc<E> {
+    /// The state a run needs to continue exactly ([`crate::checkpoint`]).
+    pub fn state(&self) -> Result<SamplerState, SamplerError> {
+        self.driver.state(None)
+    }
+
+    /// Restores a state taken from a sampler of the same configuration.
+    pub fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
+        if state.theta.is_some() {
+            return Err(mismatch(
+                "a contour sampler's checkpoint given to a plain sampler",
+            ));
+        }
+        self.driver.restore(state).map(|_| ())
     }
 }
 

@@ -1,0 +1,100 @@
+//! Predictions of sampled CNNs: class probabilities on an image set, and the run's weighted
+//! Bayesian model averages (in-distribution test set, held-out digits, Fashion-MNIST).
+
+use burn::module::Module;
+use burn::tensor::{Device, activation};
+use serde::{Deserialize, Serialize};
+use sgmcmc_data::ImageSet;
+use sgmcmc_models::metrics::{Bma, accuracy, entropy, nll};
+use sgmcmc_models::{Cnn, Network};
+
+use crate::error::AppError;
+use crate::mnist::data::{MnistData, images};
+
+/// Images per forward pass during evaluation.
+const CHUNK: usize = 1000;
+
+/// Class probabilities `[n, k]` (row-major) of `model` on every image of `set`, forward only
+/// on the plain `device`.
+pub fn probabilities(model: &Cnn, set: &ImageSet, device: &Device) -> Result<Vec<f64>, AppError> {
+    let model = model.valid();
+    let mut out = Vec::new();
+    let all: Vec<usize> = (0..set.len()).collect();
+    for idx in all.chunks(CHUNK) {
+        let p = activation::softmax(model.forward(images(set, idx, device)), 1);
+        let v = p
+            .into_data()
+            .try_into_vec::<f32>()
+            .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
+        out.extend(v.into_iter().map(f64::from));
+    }
+    Ok(out)
+}
+
+/// The weighted model averages of a run (checkpointed with it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Averages {
+    /// On the in-distribution test set.
+    pub test: Bma,
+    /// On the held-out digits.
+    pub heldout: Bma,
+    /// On Fashion-MNIST.
+    pub fashion: Bma,
+}
+
+/// Accuracy and NLL of one prediction on the test set.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Scores {
+    /// Accuracy.
+    pub accuracy: f64,
+    /// Mean negative log-likelihood.
+    pub nll: f64,
+}
+
+/// Scores of `probs` on `set` with `k` classes.
+pub fn scores(probs: &[f64], set: &ImageSet, k: usize) -> Scores {
+    let labels: Vec<usize> = set.labels.iter().map(|&l| usize::from(l)).collect();
+    Scores {
+        accuracy: accuracy(probs, k, &labels),
+        nll: nll(probs, k, &labels),
+    }
+}
+
+impl Averages {
+    /// Adds `model` with log weight `log_w`; returns its own test-set probabilities.
+    pub fn add(
+        &mut self,
+        model: &Cnn,
+        log_w: f64,
+        data: &MnistData,
+        device: &Device,
+    ) -> Result<Vec<f64>, AppError> {
+        let p = probabilities(model, &data.test, device)?;
+        self.test.add_log(log_w, &p);
+        if !data.heldout.is_empty() {
+            self.heldout
+                .add_log(log_w, &probabilities(model, &data.heldout, device)?);
+        }
+        if let Some(f) = &data.fashion {
+            self.fashion
+                .add_log(log_w, &probabilities(model, f, device)?);
+        }
+        Ok(p)
+    }
+}
+
+/// Predictive entropies (nats) of the averaged prediction `bma` with `k` classes, sorted.
+pub fn sorted_entropy(bma: &Bma, k: usize) -> Vec<f64> {
+    let mut e = bma.mean().map(|m| entropy(&m, k)).unwrap_or_default();
+    e.sort_by(f64::total_cmp);
+    e
+}
+
+/// Fraction of `sorted` values above `level`.
+pub fn fraction_above(sorted: &[f64], level: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let below = sorted.partition_point(|&e| e <= level);
+    (sorted.len() - below) as f64 / sorted.len() as f64
+}

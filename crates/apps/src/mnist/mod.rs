@@ -1,0 +1,285 @@
+//! `sgmcmc mnist`: mode exploration on MNIST digits 0-4 with the papers' CNN (thesis sec.
+//! 6.4.1, E.4.1, 7.2.3): SGD and the SGLD family get stuck in one low-loss region, the
+//! contour samplers (ICSGLD, AWSGLD) keep travelling between high and low loss while their
+//! weighted model average stays accurate.
+//!
+//! `sgmcmc mnist --sampler NAME [--chains P] [--preset paper|cpu]` runs one sampler;
+//! `--sampler all` runs the comparison set one after another and overlays them;
+//! `--resume RUN_DIR` continues a checkpointed run exactly; `--compare RUN ...` overlays runs;
+//! `--trajectory` draws the 2-class weight-space paths (Fig. 6.2 / 7.5).
+
+pub mod compare;
+pub mod config;
+pub mod data;
+pub mod eval;
+pub mod report;
+pub mod run;
+pub mod trajectory;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::output::run_dir;
+use config::{MNIST_SAMPLERS, MnistConfig};
+use data::MnistData;
+use run::{Record, Stop};
+
+/// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
+pub const STORY: &[&str] = &[
+    "sgd",
+    "sgld",
+    "sgld-high",
+    "psgld",
+    "sghmc",
+    "cycsgld",
+    "icsgld",
+    "awsgld",
+];
+
+/// Options of `sgmcmc mnist`.
+#[derive(Debug, Args)]
+pub struct MnistArgs {
+    /// Sampler name, or `all` for the comparison set; `--list` prints them.
+    #[arg(long, default_value = "icsgld")]
+    pub sampler: String,
+    /// Settings: `paper` (the thesis' protocol) or `cpu` (scaled to this machine).
+    #[arg(long, default_value = "cpu")]
+    pub preset: String,
+    /// Chains (ICSGLD's P; independent chains otherwise). Default: 4 for icsgld, else 1.
+    #[arg(long)]
+    pub chains: Option<usize>,
+    /// Epochs (overrides the preset).
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    /// Minibatch size (overrides the preset).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Training images per class (overrides the preset; 0 = all).
+    #[arg(long)]
+    pub train_per_class: Option<usize>,
+    /// Contour zeta (overrides the preset).
+    #[arg(long)]
+    pub zeta: Option<f64>,
+    /// Sampling temperature (overrides the preset).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Evaluate every this many epochs (overrides the preset).
+    #[arg(long)]
+    pub eval_every: Option<usize>,
+    /// Checkpoint every this many epochs (overrides the preset; 0 = never).
+    #[arg(long)]
+    pub checkpoint_every: Option<usize>,
+    /// Stop after this many epochs (a checkpoint is written; continue with `--resume`).
+    #[arg(long)]
+    pub stop_after: Option<usize>,
+    /// Run seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Data directory holding `mnist/` (and optionally `fashion-mnist/`); default
+    /// `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Run directory (default `runs/mnist-PRESET-SAMPLER`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Tensor backend.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    pub device: DeviceChoice,
+    /// Continue the checkpointed run in this directory.
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+    /// Overlay finished runs (their directories) into `--out`.
+    #[arg(long, num_args = 1..)]
+    pub compare: Vec<PathBuf>,
+    /// Draw the 2-class trajectory picture (Fig. 6.2 / 7.5) into `--out` instead of a run.
+    #[arg(long)]
+    pub trajectory: bool,
+    /// Print the samplers and presets and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn data_dir(a: &MnistArgs) -> PathBuf {
+    a.data_dir
+        .clone()
+        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
+}
+
+/// The configuration `a` asks for, for `sampler`.
+pub fn config_of(a: &MnistArgs, sampler: &str) -> Result<MnistConfig, AppError> {
+    let mut c = MnistConfig::preset(&a.preset, sampler)?;
+    c.seed = a.seed;
+    if let Some(v) = a.chains {
+        c.chains = v;
+    }
+    if let Some(v) = a.epochs {
+        c.epochs = v;
+    }
+    if let Some(v) = a.batch {
+        c.batch = v;
+    }
+    if let Some(v) = a.train_per_class {
+        c.train_per_class = (v > 0).then_some(v);
+    }
+    if let Some(v) = a.zeta {
+        c.zeta = v;
+    }
+    if let Some(v) = a.temperature {
+        c.temperature = v;
+    }
+    if let Some(v) = a.eval_every {
+        c.eval_every = v;
+    }
+    if let Some(v) = a.checkpoint_every {
+        c.checkpoint_every = v;
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+/// Runs `config` into `dir` from scratch, or from `resume` (a checkpoint), and writes its outputs
+/// when it reaches the end. Returns the record.
+pub fn execute(
+    config: &MnistConfig,
+    data: &MnistData,
+    dir: &Path,
+    device_choice: DeviceChoice,
+    resume: Option<run::Checkpoint>,
+    stop: Stop,
+    quiet: bool,
+) -> Result<Record, AppError> {
+    let device = device_choice
+        .device()?
+        .ok_or_else(|| AppError::Usage("mnist needs a tensor device (flex, ndarray, wgpu)".into()))?
+        .autodiff();
+    let mut runner = run::build(config, data, &device)?;
+    let record = match resume {
+        Some(c) => {
+            runner.restore(c.sampler)?;
+            c.record
+        }
+        None => Record::default(),
+    };
+    let record = run::train(
+        config,
+        data,
+        &mut runner,
+        record,
+        dir,
+        &device,
+        stop,
+        !quiet,
+    )?;
+    if record.epochs_done == config.epochs {
+        let s = report::write(dir, config, data, &record, &device_choice.to_string())?;
+        println!(
+            "{}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
+             [{:.4}, {:.4}] over the last half, held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
+            config.sampler,
+            s.final_accuracy,
+            s.bma_accuracy,
+            s.bma_nll,
+            s.bma_effective_models,
+            s.bma_models,
+            s.loss_range_last_half[0],
+            s.loss_range_last_half[1],
+            s.heldout_entropy_above_half,
+            s.fashion_entropy_above_half,
+            s.seconds_per_epoch,
+            dir.display()
+        );
+    } else {
+        println!(
+            "{}: stopped after {} of {} epochs; continue with --resume {}",
+            config.sampler,
+            record.epochs_done,
+            config.epochs,
+            dir.display()
+        );
+    }
+    Ok(record)
+}
+
+/// `sgmcmc mnist`.
+pub fn run(a: &MnistArgs) -> Result<(), AppError> {
+    if a.list {
+        for (name, what) in MNIST_SAMPLERS {
+            println!("{name:>10}  {what}");
+        }
+        println!("presets: paper (thesis protocol), cpu (scaled; see `config.json` of a run)");
+        return Ok(());
+    }
+    if !a.compare.is_empty() {
+        let out = a
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("runs/mnist-compare"));
+        return compare::compare(&a.compare, &run_dir(&out)?);
+    }
+    if a.trajectory {
+        let out = a
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{}", a.preset)));
+        let device = a
+            .device
+            .device()?
+            .ok_or_else(|| AppError::Usage("mnist needs a tensor device".into()))?
+            .autodiff();
+        let mut s = trajectory::TrajectorySettings::default();
+        if let Some(e) = a.epochs {
+            s.epochs = e;
+        }
+        if let Some(n) = a.train_per_class {
+            s.per_class = n.max(1);
+        }
+        return trajectory::trajectory(&data_dir(a), &a.preset, &s, &run_dir(&out)?, &device);
+    }
+    let stop = Stop {
+        after_epochs: a.stop_after,
+    };
+    if let Some(dir) = &a.resume {
+        let c = run::read_checkpoint(dir)?;
+        let config = c.config.clone();
+        let data = MnistData::load(&data_dir(a), &config)?;
+        execute(&config, &data, dir, a.device, Some(c), stop, a.quiet)?;
+        return Ok(());
+    }
+    let samplers: Vec<&str> = if a.sampler == "all" {
+        STORY.to_vec()
+    } else {
+        vec![a.sampler.as_str()]
+    };
+    let mut dirs = Vec::new();
+    let mut data: Option<MnistData> = None;
+    for s in &samplers {
+        let config = config_of(a, s)?;
+        let d = match &data {
+            Some(d) => d,
+            None => data.insert(MnistData::load(&data_dir(a), &config)?),
+        };
+        let dir = match (&a.out, samplers.len()) {
+            (Some(o), 1) => o.clone(),
+            (Some(o), _) => o.join(s),
+            (None, _) => PathBuf::from(format!("runs/mnist-{}-{s}", a.preset)),
+        };
+        let dir = run_dir(&dir)?;
+        execute(&config, d, &dir, a.device, None, stop, a.quiet)?;
+        dirs.push(dir);
+    }
+    if dirs.len() > 1 && stop.after_epochs.is_none() {
+        let out = a
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{}", a.preset)));
+        compare::compare(&dirs, &run_dir(&out)?)?;
+    }
+    Ok(())
+}

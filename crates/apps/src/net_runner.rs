@@ -1,0 +1,109 @@
+//! One sampler over network chains, whichever kind it is: the plain kernels (SGD, SGLD, SGHMC,
+//! pSGLD, cyclical) and the contour samplers (CSGLD, ICSGLD, AWSGLD) behind one step call, with
+//! checkpoint state. Shared by the network apps (`sgmcmc mnist`, `sgmcmc uci`).
+
+use std::sync::Mutex;
+
+use burn::tensor::Device;
+use sgmcmc_models::{Network, Posterior};
+use sgmcmc_samplers::checkpoint::SamplerState;
+use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig, StepReport};
+
+use crate::error::AppError;
+
+/// What to build: a plain sampler or a contour sampler.
+#[derive(Clone, Debug)]
+pub enum NetSpec {
+    /// Independent chains of one kernel.
+    Plain(SgmcmcConfig),
+    /// Chains sharing one contour `theta`.
+    Contour(ContourConfig),
+}
+
+/// The chains of a network posterior and the sampler that moves them.
+pub enum NetRunner<M: Network> {
+    /// Independent chains.
+    Plain(Box<Sgmcmc<ModuleEnsemble<M, Posterior>>>),
+    /// Contour sampler.
+    Contour(Box<Contour<ModuleEnsemble<M, Posterior>>>),
+}
+
+impl<M: Network> NetRunner<M> {
+    /// Builds the sampler of `spec` over `ensemble`.
+    pub fn new(spec: &NetSpec, ensemble: ModuleEnsemble<M, Posterior>) -> Result<Self, AppError> {
+        Ok(match spec {
+            NetSpec::Plain(c) => Self::Plain(Box::new(Sgmcmc::new(c.clone(), ensemble)?)),
+            NetSpec::Contour(c) => Self::Contour(Box::new(Contour::new(c.clone(), ensemble)?)),
+        })
+    }
+
+    /// The chains' modules, in chain order.
+    pub fn modules(&self) -> Vec<&M> {
+        match self {
+            Self::Plain(s) => s.ensemble().modules().collect(),
+            Self::Contour(s) => s.ensemble().modules().collect(),
+        }
+    }
+
+    /// One step on `batch`.
+    pub fn step(
+        &mut self,
+        batch: &sgmcmc_models::posterior::Batch<M::Input>,
+    ) -> Result<&StepReport, AppError> {
+        Ok(match self {
+            Self::Plain(s) => s.step(batch)?,
+            Self::Contour(s) => s.step(batch)?,
+        })
+    }
+
+    /// Steps done so far.
+    pub fn steps_done(&self) -> u64 {
+        match self {
+            Self::Plain(s) => s.steps_done(),
+            Self::Contour(s) => s.steps_done(),
+        }
+    }
+
+    /// Gradient multipliers of the last step (1 for plain samplers).
+    pub fn multipliers(report: &StepReport) -> Vec<f64> {
+        report.step_sizes.iter().map(|s| s.multiplier).collect()
+    }
+
+    /// The contour `theta`, if any.
+    pub fn theta(&self) -> Option<&[f64]> {
+        match self {
+            Self::Plain(_) => None,
+            Self::Contour(s) => Some(s.theta().theta()),
+        }
+    }
+
+    /// Everything needed to continue the run bit for bit.
+    pub fn state(&self) -> Result<SamplerState, AppError> {
+        Ok(match self {
+            Self::Plain(s) => s.state()?,
+            Self::Contour(s) => s.state()?,
+        })
+    }
+
+    /// Restores a state taken by [`NetRunner::state`] from a sampler of the same spec.
+    pub fn restore(&mut self, state: SamplerState) -> Result<(), AppError> {
+        match self {
+            Self::Plain(s) => s.restore(state)?,
+            Self::Contour(s) => s.restore(state)?,
+        }
+        Ok(())
+    }
+}
+
+/// burn's CPU backends share one process-global generator for parameter initialisation; this
+/// lock keeps "seed, then initialise" atomic when several runs share a process (tests, `--jobs`).
+static INIT: Mutex<()> = Mutex::new(());
+
+/// Runs `init` (a network initialisation) right after seeding `device` with `seed`, so the
+/// initial weights are a function of the seed.
+pub fn seeded<T>(device: &Device, seed: u64, init: impl FnOnce() -> T) -> T {
+    let _guard = INIT.lock().unwrap_or_else(|e| e.into_inner());
+    device.seed(seed);
+    init()
+}
