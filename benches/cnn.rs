@@ -160,61 +160,84 @@ fn steps(c: &mut Criterion<Clock>) {
     }
 }
 
-/// Times `f` (forward) and `f` then backward of the sum.
-fn piece(g: &mut Group, name: &str, f: impl Fn() -> Tensor<4>) {
-    g.bench_function(format!("{name}/fwd"), |b| {
-        b.iter(|| f().sum().into_scalar::<f32>())
-    });
-    g.bench_function(format!("{name}/fwd_bwd"), |b| {
-        b.iter(|| f().sum().backward())
-    });
+/// The network's pieces on `device` at batch `b`, each as a closure returning a 4-D tensor.
+type Piece = (&'static str, Box<dyn Fn() -> Tensor<4>>);
+
+fn make_pieces(b: usize, device: &Device, train: bool) -> Vec<Piece> {
+    let normal = Distribution::Normal(0.0, 1.0);
+    let conv1 = Conv2dConfig::new([1, 32], [5, 5]).init(device);
+    let conv2 = Conv2dConfig::new([32, 64], [5, 5]).init(device);
+    let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+    let fc1 = LinearConfig::new(1024, 50).init(device);
+    let input = |shape: [usize; 4]| {
+        let t = Tensor::<4>::random(shape, normal, device);
+        if train { t.require_grad() } else { t }
+    };
+    let x = Tensor::<4>::random([b, 1, 28, 28], normal, device);
+    let (h1, a1, f) = (
+        input([b, 32, 12, 12]),
+        input([b, 32, 24, 24]),
+        input([b, 1024, 1, 1]),
+    );
+    let x_nhwc = x.clone().reshape([b, 28, 28, 1]);
+    let h1_nhwc = input([b, 12, 12, 32]);
+    let (w1, b1) = (conv1.weight.val(), conv1.bias.as_ref().map(|p| p.val()));
+    let (w2, b2) = (conv2.weight.val(), conv2.bias.as_ref().map(|p| p.val()));
+    let block2 = {
+        let (conv2, pool, h1) = (conv2.clone(), pool.clone(), h1.clone());
+        move || pool.forward(activation::relu(conv2.forward(h1.clone())))
+    };
+    let (x1, x2, x3, h2, h3) = (x.clone(), x_nhwc.clone(), x_nhwc, h1_nhwc.clone(), h1_nhwc);
+    let (w1b, b1b, w2b, b2b) = (w1.clone(), b1.clone(), w2.clone(), b2.clone());
+    vec![
+        ("burn/conv1", Box::new(move || conv1.forward(x1.clone()))),
+        ("burn/conv2", Box::new(move || conv2.forward(h1.clone()))),
+        ("burn/pool1", Box::new(move || pool.forward(a1.clone()))),
+        ("burn/block2", Box::new(block2)),
+        (
+            "fc1",
+            Box::new(move || {
+                fc1.forward(f.clone().reshape([b, 1024]))
+                    .reshape([b, 50, 1, 1])
+            }),
+        ),
+        (
+            "im2col/conv1",
+            Box::new(move || conv2d_nhwc(x2.clone(), w1.clone(), b1.clone()).unwrap()),
+        ),
+        (
+            "im2col/block1",
+            Box::new(move || conv_pool_relu_nhwc(x3.clone(), w1b.clone(), b1b.clone()).unwrap()),
+        ),
+        (
+            "im2col/conv2",
+            Box::new(move || conv2d_nhwc(h2.clone(), w2.clone(), b2.clone()).unwrap()),
+        ),
+        (
+            "im2col/block2",
+            Box::new(move || conv_pool_relu_nhwc(h3.clone(), w2b.clone(), b2b.clone()).unwrap()),
+        ),
+    ]
 }
 
+/// Forward alone (on the plain device: no graph) and forward + backward of the sum (on the
+/// autodiff device) of each piece.
 fn pieces(c: &mut Criterion<Clock>) {
     let Ok(Some(device)) = DeviceChoice::Flex.device() else {
         return;
     };
-    let ad = device.autodiff();
-    let normal = Distribution::Normal(0.0, 1.0);
     for b in [256usize, 2500] {
         let mut g = group(c, &format!("pieces/flex/b{b}"), b > 1000);
-        let conv1 = Conv2dConfig::new([1, 32], [5, 5]).init(&ad);
-        let conv2 = Conv2dConfig::new([32, 64], [5, 5]).init(&ad);
-        let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
-        let fc1 = LinearConfig::new(1024, 50).init(&ad);
-        let x = Tensor::<4>::random([b, 1, 28, 28], normal, &ad);
-        let h1 = Tensor::<4>::random([b, 32, 12, 12], normal, &ad).require_grad();
-        let a1 = Tensor::<4>::random([b, 32, 24, 24], normal, &ad).require_grad();
-        let f = Tensor::<4>::random([b, 1024, 1, 1], normal, &ad).require_grad();
-        let x_nhwc = x.clone().reshape([b, 28, 28, 1]);
-        let h1_nhwc = Tensor::<4>::random([b, 12, 12, 32], normal, &ad).require_grad();
-        let (w1, b1) = (conv1.weight.val(), conv1.bias.as_ref().map(|p| p.val()));
-        let (w2, b2) = (conv2.weight.val(), conv2.bias.as_ref().map(|p| p.val()));
-        // burn's modules (NCHW).
-        piece(&mut g, "burn/conv1", || conv1.forward(x.clone()));
-        piece(&mut g, "burn/conv2", || conv2.forward(h1.clone()));
-        piece(&mut g, "burn/pool1", || pool.forward(a1.clone()));
-        piece(&mut g, "burn/relu1", || activation::relu(a1.clone()));
-        piece(&mut g, "burn/block2", || {
-            pool.forward(activation::relu(conv2.forward(h1.clone())))
-        });
-        piece(&mut g, "fc1", || {
-            fc1.forward(f.clone().reshape([b, 1024]))
-                .reshape([b, 50, 1, 1])
-        });
-        // Channels-last im2col.
-        piece(&mut g, "im2col/conv1", || {
-            conv2d_nhwc(x_nhwc.clone(), w1.clone(), b1.clone()).unwrap()
-        });
-        piece(&mut g, "im2col/conv2", || {
-            conv2d_nhwc(h1_nhwc.clone(), w2.clone(), b2.clone()).unwrap()
-        });
-        piece(&mut g, "im2col/block1", || {
-            conv_pool_relu_nhwc(x_nhwc.clone(), w1.clone(), b1.clone()).unwrap()
-        });
-        piece(&mut g, "im2col/block2", || {
-            conv_pool_relu_nhwc(h1_nhwc.clone(), w2.clone(), b2.clone()).unwrap()
-        });
+        let plain = make_pieces(b, &device, false);
+        let trained = make_pieces(b, &device.clone().autodiff(), true);
+        for ((name, fwd), (_, both)) in plain.iter().zip(&trained) {
+            g.bench_function(format!("{name}/fwd"), |bch| {
+                bch.iter(|| fwd().sum().into_scalar::<f32>())
+            });
+            g.bench_function(format!("{name}/fwd_bwd"), |bch| {
+                bch.iter(|| both().sum().backward())
+            });
+        }
         g.finish();
     }
 }

@@ -315,8 +315,10 @@ fn main() {
         profile(&mut pieces, rounds);
         return;
     }
-    if std::env::args().nth(2).as_deref() == Some("compare") {
-        compare(&plain, rounds);
+    if let Some(mode @ ("compare" | "old" | "new" | "closed-bench")) =
+        std::env::args().nth(2).as_deref()
+    {
+        compare(&plain, rounds, mode);
         return;
     }
     if std::env::args().nth(2).as_deref() == Some("closed") {
@@ -799,7 +801,7 @@ type Step<'a> = Box<dyn FnMut() + 'a>;
 /// round-robin in bursts of 0.25 s: the old code with the old harness (index upload + select,
 /// BMA forward on the autodiff model), the autodiff `Posterior` now, and `MlpPosterior` on the
 /// plain device. Prints mean steps/s, the best burst, and the median step-time ratios.
-fn compare(plain: &Device, rounds: usize) {
+fn compare(plain: &Device, rounds: usize, mode: &str) {
     let ad = plain.clone().autodiff();
     let (n, b) = (1437usize, 100usize);
     let scale = Scale::from_weight_decay(n, 1e-4);
@@ -901,6 +903,16 @@ fn compare(plain: &Device, rounds: usize) {
             }),
         ),
     ];
+    // Single-variant modes run `rounds` steps of one variant (for perf and callgrind).
+    let single = ["old", "new", "closed-bench"]
+        .iter()
+        .position(|m| *m == mode);
+    if let Some(i) = single {
+        for _ in 0..rounds {
+            (steps[i].1)();
+        }
+        return;
+    }
     let mut rates = vec![Vec::new(); steps.len()];
     for _ in 0..rounds {
         for (i, (_, f)) in steps.iter_mut().enumerate() {

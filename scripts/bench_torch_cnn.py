@@ -7,7 +7,9 @@ theta <- theta - lr * grad U + sqrt(2 lr) * xi with xi ~ N(0, I) (lr = 1e-6).
 Random 28x28 inputs and labels i % 5 (5 classes), as in `sgmcmc::apps::bench::cnn_workload`.
 
 Usage: python bench_torch_cnn.py [--threads 2] [--seconds 5] [--batches 256 2500]
-Prints one line per batch size: `torch batch B: R SGLD steps/s` (and `ms/step`).
+Prints one line per batch size: `torch batch B: R SGLD steps/s` (wall clock), the wall ms/step
+and the process CPU ms/step (all threads; with --threads 1 the work per step, which a loaded
+machine disturbs less than the wall clock).
 """
 
 import argparse
@@ -53,11 +55,11 @@ def rate(batch, seconds, classes=5):
     y = torch.arange(batch) % classes
     n_data, precision, lr = 30000, 30000 * 1e-3, 1e-6
     sgld_step(model, x, y, n_data, precision, lr)  # warm-up
-    start, n = time.perf_counter(), 0
+    start, cpu, n = time.perf_counter(), time.process_time(), 0
     while time.perf_counter() - start < seconds or n < 3:
         sgld_step(model, x, y, n_data, precision, lr)
         n += 1
-    return n / (time.perf_counter() - start)
+    return n / (time.perf_counter() - start), (time.process_time() - cpu) / n
 
 
 def main():
@@ -69,8 +71,12 @@ def main():
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for b in a.batches:
-        r = rate(b, a.seconds)
-        print(f"torch batch {b}: {r:.3f} SGLD steps/s ({1e3 / r:.1f} ms/step)", flush=True)
+        r, cpu = rate(b, a.seconds)
+        print(
+            f"torch batch {b}: {r:.3f} SGLD steps/s ({1e3 / r:.1f} ms/step, "
+            f"{1e3 * cpu:.1f} CPU ms/step)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -76,7 +76,9 @@ impl Cnn {
 }
 
 /// A conv block `relu(maxpool(conv(x)))` on channels-last images, through
-/// [`conv_pool_relu_nhwc`]; shapes are fixed by [`CnnConfig::init`], so a mismatch is a bug.
+/// [`conv_pool_relu_nhwc`]. The weight shapes are fixed by [`CnnConfig::init`]; images of
+/// another size or channel count panic here, as burn's `Conv2d`/`Linear` would (the
+/// `Network::forward` signature has no error path).
 fn block(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
     conv_pool_relu_nhwc(x, conv.weight.val(), conv.bias.as_ref().map(|b| b.val()))
         .expect("images must have the shape CnnConfig was built for")
@@ -110,4 +112,88 @@ impl Network for Cnn {
         }
         self.fc2.forward(activation::relu(z))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::optim::GradientsParams;
+    use burn::tensor::Distribution;
+
+    use super::*;
+
+    /// Largest `|a - b|` relative to the largest `|b|`.
+    fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+        let a: Vec<f32> = a.into_data().convert::<f32>().try_into_vec().unwrap();
+        let b: Vec<f32> = b.into_data().convert::<f32>().try_into_vec().unwrap();
+        let scale = b
+            .iter()
+            .fold(0f32, |m, v| m.max(v.abs()))
+            .max(f32::MIN_POSITIVE);
+        a.iter()
+            .zip(&b)
+            .fold(0f32, |m, (x, y)| m.max((x - y).abs()))
+            / scale
+    }
+
+    /// The channels-last forward equals burn's NCHW reference, logits and every parameter
+    /// gradient, up to f32 rounding of reordered sums (relative 1e-4; an O(1) error from a
+    /// wrong layout or permutation fails), on flex and ndarray, for the papers' network, the
+    /// small one of the MNIST tests and a 3-channel input.
+    #[test]
+    fn forward_matches_the_burn_reference_forward_and_gradients() {
+        #[allow(deprecated)]
+        let ndarray = Device::ndarray();
+        let small = CnnConfig {
+            channels: [4, 8],
+            hidden: 16,
+            image_size: 16,
+            ..CnnConfig::default()
+        };
+        let rgb = CnnConfig {
+            in_channels: 3,
+            classes: 5,
+            ..CnnConfig::default()
+        };
+        for base in [Device::flex(), ndarray] {
+            let device = base.clone().autodiff();
+            for cfg in [CnnConfig::default(), small.clone(), rgb.clone()] {
+                device.seed(3);
+                let model = cfg.init(&device);
+                let (c, s) = (cfg.in_channels, cfg.image_size);
+                let x = Tensor::<4>::random([3, c, s, s], Distribution::Normal(0.0, 1.0), &device);
+                let got = model.forward(x.clone());
+                let want = model.forward_reference(x);
+                assert!(
+                    rel_err(got.clone(), want.clone()) < 1e-4,
+                    "{base:?} {cfg:?}"
+                );
+                let r = Tensor::<2>::random(got.dims(), Distribution::Normal(0.0, 1.0), &device);
+                let g_got = GradientsParams::from_grads((got * r.clone()).sum().backward(), &model);
+                let g_want = GradientsParams::from_grads((want * r).sum().backward(), &model);
+                let pairs = |p: &Param4| {
+                    let a = g_got.get::<4>(p.id).unwrap();
+                    let b = g_want.get::<4>(p.id).unwrap();
+                    rel_err(a, b)
+                };
+                for conv in [&model.conv1, &model.conv2] {
+                    assert!(pairs(&conv.weight) < 1e-4, "{base:?} {cfg:?} conv weight");
+                    let b = conv.bias.as_ref().unwrap();
+                    let (gb, wb) = (g_got.get::<1>(b.id).unwrap(), g_want.get::<1>(b.id));
+                    assert!(
+                        rel_err(gb, wb.unwrap()) < 1e-4,
+                        "{base:?} {cfg:?} conv bias"
+                    );
+                }
+                for fc in [&model.fc1, &model.fc2] {
+                    let (a, b) = (g_got.get::<2>(fc.weight.id), g_want.get::<2>(fc.weight.id));
+                    assert!(
+                        rel_err(a.unwrap(), b.unwrap()) < 1e-4,
+                        "{base:?} {cfg:?} fc"
+                    );
+                }
+            }
+        }
+    }
+
+    type Param4 = burn::module::Param<Tensor<4>>;
 }

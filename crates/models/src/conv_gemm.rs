@@ -195,3 +195,149 @@ fn max_over_window(y: Tensor<3>) -> Tensor<2> {
     let mask = first.equal(tap).float();
     (y * mask).sum_dim(1).reshape([b, m])
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::nn::conv::{Conv2d, Conv2dConfig};
+    use burn::nn::pool::MaxPool2dConfig;
+    use burn::tensor::{Distribution, activation};
+
+    use super::*;
+
+    /// Largest `|a - b|` relative to the largest `|b|` (scale-relative error).
+    fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+        let a: Vec<f32> = a.into_data().convert::<f32>().try_into_vec().unwrap();
+        let b: Vec<f32> = b.into_data().convert::<f32>().try_into_vec().unwrap();
+        assert_eq!(a.len(), b.len());
+        let scale = b
+            .iter()
+            .fold(0f32, |m, v| m.max(v.abs()))
+            .max(f32::MIN_POSITIVE);
+        a.iter()
+            .zip(&b)
+            .fold(0f32, |m, (x, y)| m.max((x - y).abs()))
+            / scale
+    }
+
+    /// f32 sums of a few hundred products, summed in a different order: the relative rounding
+    /// error is a few hundred ulps (2^-23 ~ 1.2e-7) at most, so 1e-4 has ample margin while a
+    /// wrong tap, channel or window (an O(1) error) fails.
+    const TOL: f32 = 1e-4;
+
+    fn devices() -> Vec<Device> {
+        #[allow(deprecated)]
+        let ndarray = Device::ndarray();
+        vec![Device::flex(), ndarray]
+    }
+
+    /// A `Conv2d` (burn's Kaiming-uniform init), images `[B, H, W, C]` (channels-last; zero in
+    /// the left half of the first image, to make pooling ties) and output weights `r`.
+    fn setup(
+        device: &Device,
+        [b, h, w, c]: [usize; 4],
+        c_out: usize,
+        k: usize,
+    ) -> (Conv2d, Tensor<4>) {
+        device.seed(7);
+        let conv = Conv2dConfig::new([c, c_out], [k, k]).init(device);
+        let x = Tensor::<4>::random([b, h, w, c], Distribution::Normal(0.0, 1.0), device);
+        let mask = Tensor::<4>::ones([b, h, w, c], device).slice_assign(
+            [0..1, 0..h, 0..w / 2, 0..c],
+            Tensor::zeros([1, h, w / 2, c], device),
+        );
+        (conv, (x * mask).require_grad())
+    }
+
+    /// Checks the output and the gradients of `sum(out * r)` for weight, bias and input of
+    /// `ours(x_nhwc, w, b)` against `reference(conv, x_nchw)` (NCHW in and out).
+    fn compare(
+        shape: [usize; 4],
+        c_out: usize,
+        k: usize,
+        ours: fn(Tensor<4>, Tensor<4>, Option<Tensor<1>>) -> Result<Tensor<4>, ConvShapeError>,
+        reference: fn(&Conv2d, Tensor<4>) -> Tensor<4>,
+    ) {
+        for base in devices() {
+            let device = base.clone().autodiff();
+            let (conv, x) = setup(&device, shape, c_out, k);
+            let bias = conv.bias.as_ref().map(|b| b.val());
+            let got = ours(x.clone(), conv.weight.val(), bias).unwrap();
+            let want = reference(&conv, x.clone().permute([0, 3, 1, 2])).permute([0, 2, 3, 1]);
+            assert_eq!(got.dims(), want.dims());
+            let r = Tensor::<4>::random(got.dims(), Distribution::Normal(0.0, 1.0), &device);
+            assert!(rel_err(got.clone(), want.clone()) < TOL, "{base:?} output");
+            let g_got = (got * r.clone()).sum().backward();
+            let g_want = (want * r).sum().backward();
+            let grad = |t: &Tensor<4>, g| t.grad(g).unwrap();
+            let w = conv.weight.val();
+            assert!(
+                rel_err(grad(&w, &g_got), grad(&w, &g_want)) < TOL,
+                "{base:?} dW"
+            );
+            let bias = conv.bias.as_ref().unwrap().val();
+            let (bg, bw) = (bias.grad(&g_got).unwrap(), bias.grad(&g_want).unwrap());
+            assert!(rel_err(bg, bw) < TOL, "{base:?} db");
+            assert!(
+                rel_err(grad(&x, &g_got), grad(&x, &g_want)) < TOL,
+                "{base:?} dx"
+            );
+        }
+    }
+
+    fn burn_conv(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+        conv.forward(x)
+    }
+
+    fn burn_block(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+        let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+        pool.forward(activation::relu(conv.forward(x)))
+    }
+
+    #[test]
+    fn conv2d_nhwc_matches_burn_conv2d_and_its_gradients() {
+        compare([2, 9, 11, 3], 4, 3, conv2d_nhwc, burn_conv);
+        // One input channel (the column-gather path).
+        compare([3, 8, 8, 1], 5, 5, conv2d_nhwc, burn_conv);
+    }
+
+    #[test]
+    fn conv_pool_relu_matches_burn_block_and_its_gradients() {
+        compare([2, 10, 10, 3], 4, 3, conv_pool_relu_nhwc, burn_block);
+        // Odd conv output (9 x 10): the last row is dropped, as by `MaxPool2d`.
+        compare([2, 11, 12, 2], 3, 3, conv_pool_relu_nhwc, burn_block);
+        compare([3, 12, 12, 1], 4, 5, conv_pool_relu_nhwc, burn_block);
+    }
+
+    #[test]
+    fn bad_shapes_are_typed_errors() {
+        let device = Device::flex();
+        let x = Tensor::<4>::zeros([1, 6, 6, 2], &device);
+        let w = |c: usize, k: usize| Tensor::<4>::zeros([3, c, k, k], &device);
+        let err = conv2d_nhwc(x.clone(), w(1, 3), None).unwrap_err();
+        assert_eq!(
+            err,
+            ConvShapeError::Weight {
+                input: [1, 6, 6, 2],
+                weight: [3, 1, 3, 3]
+            }
+        );
+        assert!(matches!(
+            conv2d_nhwc(x.clone(), w(2, 7), None),
+            Err(ConvShapeError::Kernel { kernel: 7, .. })
+        ));
+        // A 6x6 image and a 6x6 kernel give one output pixel: no complete pooling window.
+        assert!(conv2d_nhwc(x.clone(), w(2, 6), None).is_ok());
+        assert!(matches!(
+            conv_pool_relu_nhwc(x.clone(), w(2, 6), None),
+            Err(ConvShapeError::Kernel { kernel: 6, .. })
+        ));
+        let bias = Tensor::<1>::zeros([4], &device);
+        assert_eq!(
+            conv2d_nhwc(x, w(2, 3), Some(bias)).unwrap_err(),
+            ConvShapeError::Bias {
+                bias: 4,
+                channels: 3
+            }
+        );
+    }
+}

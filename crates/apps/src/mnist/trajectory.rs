@@ -134,14 +134,16 @@ fn panel(
     let mut template = Vec::new();
     let mut model = None;
     for seed in [1u64, 2] {
-        let mut c = MnistConfig::preset(&base.preset, sampler)?;
-        c.classes = base.classes.clone();
-        c.train_per_class = base.train_per_class;
-        c.batch = base.batch;
-        c.lr = base.lr;
-        c.du = base.du;
-        c.zeta = base.zeta;
-        c.epochs = s.epochs;
+        let mut c = MnistConfig {
+            classes: base.classes.clone(),
+            train_per_class: base.train_per_class,
+            batch: base.batch,
+            channels: base.channels,
+            hidden: base.hidden,
+            epochs: s.epochs,
+            ..MnistConfig::preset(&base.preset, sampler)?
+        }
+        .scaled_to(data.train.len());
         // Same initialisation, different noise and minibatches.
         c.seed = seed;
         let mut runner = build(

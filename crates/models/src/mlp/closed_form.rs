@@ -13,9 +13,10 @@
 //! ```
 //!
 //! The energy and the gradients agree with [`Posterior`]'s autodiff ones to rounding (the
-//! forward pass and the likelihood run the same operations; sums are ordered differently). Why: at small sizes
-//! autodiff bookkeeping (graph nodes, the backward pass's traversal and gradient maps) costs a
-//! few microseconds per operation, a third of a 64-100-10 step (docs/perf/small-mlp-overhead.md).
+//! forward pass and the likelihood run the same operations; sums are ordered differently).
+//! Why: at small sizes autodiff bookkeeping (graph nodes, the backward traversal, gradient
+//! maps) costs microseconds per operation, a third of a 64-100-10 step
+//! (docs/perf/small-mlp-overhead.md).
 
 use burn::module::ParamId;
 use burn::optim::GradientsParams;
@@ -63,79 +64,104 @@ impl MlpPosterior {
         let post = &self.posterior;
         post.likelihood.validate()?;
         let layers = layers(model);
-        let x = batch.x.clone().inner();
-        let [n, d_in] = x.dims();
-        let expect = layers.first().map_or(0, |l| l.w.dims()[0]);
-        if d_in != expect {
-            return Err(TargetError::Shape(format!(
-                "the MLP takes {expect} inputs, the batch has {d_in} columns"
-            )));
-        }
-        // Forward: activations a_0 = x, a_1, ..., a_L = f.
-        let last = layers.len() - 1;
-        let mut acts = Vec::with_capacity(layers.len() + 1);
-        acts.push(x);
-        for (i, l) in layers.iter().enumerate() {
-            let h = acts[i].clone();
-            let z = linear(h, l.w.clone(), l.b.as_ref().map(|b| b.0.clone()));
-            acts.push(match (i == last, model.relu) {
-                (true, _) => z,
-                (false, true) => activation::relu(z),
-                (false, false) => tanh_value(z),
-            });
-        }
-        let f = acts.pop().expect("at least the input");
-        let scale = post.scale.n_data as f64 / n as f64;
+        let mut acts = forward(&layers, model.relu, batch.x.clone().inner())?;
+        let f = acts
+            .pop()
+            .expect("the forward pass returns the input and the output");
+        let scale = post.scale.n_data as f64 / f.dims()[0] as f64;
         let (nll, delta) = output_grad(&post.likelihood, f, &batch.y, with_grads)?;
         let precision = post.scale.prior_precision;
-        // The prior, layer by layer, weight then bias (the order of `prior::squared_norm`).
-        // A weight's squares are summed column-wise first: burn-flex's whole-tensor `sum` runs
-        // at about 1 ns per element, several times slower than `sum_dim`.
         let mut energy = nll.mul_scalar(scale);
-        if precision > 0.0 {
-            let sampled = layers.iter().flat_map(|l| {
-                let w = l
-                    .sampled
-                    .0
-                    .then(|| (l.w.clone() * l.w.clone()).sum_dim(0).sum());
-                let b = l.b.as_ref().filter(|_| l.sampled.1);
-                [w, b.map(|b| (b.0.clone() * b.0.clone()).sum())]
-            });
-            if let Some(sq) = sampled.flatten().reduce(|t, s| t + s) {
-                energy = energy + sq.mul_scalar(0.5 * precision);
-            }
+        if let Some(sq) = squared_norm(&layers).filter(|_| precision > 0.0) {
+            energy = energy + sq.mul_scalar(0.5 * precision);
         }
-        let Some(delta) = delta else {
-            return Ok((energy, None));
-        };
-        // Backward.
-        let mut grads = GradientsParams::new();
-        let mut delta = delta.mul_scalar(scale);
-        for (i, l) in layers.iter().enumerate().rev() {
-            let a = &acts[i];
-            let with_prior = |g: Tensor<2>, p: &Tensor<2>| match precision > 0.0 {
-                true => g + p.clone().mul_scalar(precision),
-                false => g,
-            };
-            if l.sampled.0 {
-                let dw = a.clone().transpose().matmul(delta.clone());
-                grads.register(l.w_id, with_prior(dw, &l.w));
-            }
-            if let Some((b, id)) = l.b.as_ref().filter(|_| l.sampled.1) {
-                let db = delta.clone().sum_dim(0);
-                let db = with_prior(db, &b.clone().unsqueeze_dim(0));
-                grads.register(*id, db.squeeze_dim::<1>(0));
-            }
-            if i > 0 {
-                let back = delta.matmul(l.w.clone().transpose());
-                delta = match model.relu {
-                    true => back.mask_fill(a.clone().lower_equal_elem(0.0), 0.0),
-                    false => back * tanh_slope(a.clone()),
-                };
-            }
-        }
-        Ok((energy, Some(grads)))
+        let grads =
+            delta.map(|d| backward(&layers, model.relu, &acts, d.mul_scalar(scale), precision));
+        Ok((energy, grads))
     }
+}
+
+/// Activations `a_0 = x, a_1, ..., a_L = f`; errors if `x` has the wrong width.
+fn forward(layers: &[Layer], relu: bool, x: Tensor<2>) -> Result<Vec<Tensor<2>>, TargetError> {
+    let (d_in, expect) = (x.dims()[1], layers.first().map_or(0, |l| l.w.dims()[0]));
+    if d_in != expect {
+        return Err(TargetError::Shape(format!(
+            "the MLP takes {expect} inputs, the batch has {d_in} columns"
+        )));
+    }
+    let last = layers.len().saturating_sub(1);
+    let mut acts = Vec::with_capacity(layers.len() + 1);
+    acts.push(x);
+    for (i, l) in layers.iter().enumerate() {
+        let z = linear(
+            acts[i].clone(),
+            l.w.clone(),
+            l.b.as_ref().map(|b| b.0.clone()),
+        );
+        acts.push(match (i == last, relu) {
+            (true, _) => z,
+            (false, true) => activation::relu(z),
+            (false, false) => tanh_value(z),
+        });
+    }
+    Ok(acts)
+}
+
+/// `|theta|^2` over the sampled parameters, layer by layer, weight then bias (the order of
+/// `prior::squared_norm`). A weight's squares are summed column-wise first: burn-flex's
+/// whole-tensor `sum` is a serial loop at about 1 ns per element, `sum_dim(0)` is not.
+fn squared_norm(layers: &[Layer]) -> Option<Tensor<1>> {
+    layers
+        .iter()
+        .flat_map(|l| {
+            let w = l
+                .sampled
+                .0
+                .then(|| (l.w.clone() * l.w.clone()).sum_dim(0).sum());
+            let b = l.b.as_ref().filter(|_| l.sampled.1);
+            [w, b.map(|b| (b.0.clone() * b.0.clone()).sum())]
+        })
+        .flatten()
+        .reduce(|t, s| t + s)
+}
+
+/// Backpropagation from `delta = dU/df` through the layers (activations `acts` without `f`),
+/// adding the prior's `precision * theta`.
+fn backward(
+    layers: &[Layer],
+    relu: bool,
+    acts: &[Tensor<2>],
+    mut delta: Tensor<2>,
+    precision: f64,
+) -> GradientsParams {
+    let with_prior = |g: Tensor<2>, p: Tensor<2>| {
+        if precision > 0.0 {
+            g + p.mul_scalar(precision)
+        } else {
+            g
+        }
+    };
+    let mut grads = GradientsParams::new();
+    for (i, l) in layers.iter().enumerate().rev() {
+        let a = &acts[i];
+        if l.sampled.0 {
+            let dw = a.clone().transpose().matmul(delta.clone());
+            grads.register(l.w_id, with_prior(dw, l.w.clone()));
+        }
+        if let Some((b, id)) = l.b.as_ref().filter(|_| l.sampled.1) {
+            let db = with_prior(delta.clone().sum_dim(0), b.clone().unsqueeze_dim(0));
+            grads.register(*id, db.squeeze_dim::<1>(0));
+        }
+        if i > 0 {
+            let back = delta.matmul(l.w.clone().transpose());
+            delta = if relu {
+                back.mask_fill(a.clone().lower_equal_elem(0.0), 0.0)
+            } else {
+                back * tanh_slope(a.clone())
+            };
+        }
+    }
+    grads
 }
 
 /// Plain-tensor views of the layers' parameters.
@@ -174,7 +200,10 @@ fn output_grad(
         (Likelihood::Categorical, Targets::Class(y)) => {
             let [rows, _] = f.dims();
             if y.dims()[0] != rows {
-                return Err(shape(rows, y.dims()[0]));
+                return Err(TargetError::Shape(format!(
+                    "{rows} outputs but {} targets",
+                    y.dims()[0]
+                )));
             }
             Ok(categorical_value_grad(f, y, with_grad))
         }
@@ -197,10 +226,6 @@ fn output_grad(
             .err()
             .unwrap_or_else(|| TargetError::Shape("unsupported likelihood".into()))),
     }
-}
-
-fn shape(rows: usize, targets: usize) -> TargetError {
-    TargetError::Shape(format!("{rows} outputs but {targets} targets"))
 }
 
 impl Target<Mlp> for MlpPosterior {
