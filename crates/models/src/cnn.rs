@@ -121,19 +121,7 @@ mod tests {
 
     use super::*;
 
-    /// Largest `|a - b|` relative to the largest `|b|`.
-    fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
-        let a: Vec<f32> = a.into_data().convert::<f32>().try_into_vec().unwrap();
-        let b: Vec<f32> = b.into_data().convert::<f32>().try_into_vec().unwrap();
-        let scale = b
-            .iter()
-            .fold(0f32, |m, v| m.max(v.abs()))
-            .max(f32::MIN_POSITIVE);
-        a.iter()
-            .zip(&b)
-            .fold(0f32, |m, (x, y)| m.max((x - y).abs()))
-            / scale
-    }
+    use crate::conv_gemm::tests::rel_err;
 
     /// The channels-last forward equals burn's NCHW reference, logits and every parameter
     /// gradient, up to f32 rounding of reordered sums (relative 1e-4; an O(1) error from a

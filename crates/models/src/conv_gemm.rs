@@ -197,7 +197,7 @@ fn max_over_window(y: Tensor<3>) -> Tensor<2> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use burn::nn::conv::{Conv2d, Conv2dConfig};
     use burn::nn::pool::MaxPool2dConfig;
     use burn::tensor::{Distribution, activation};
@@ -205,7 +205,7 @@ mod tests {
     use super::*;
 
     /// Largest `|a - b|` relative to the largest `|b|` (scale-relative error).
-    fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+    pub(crate) fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
         let a: Vec<f32> = a.into_data().convert::<f32>().try_into_vec().unwrap();
         let b: Vec<f32> = b.into_data().convert::<f32>().try_into_vec().unwrap();
         assert_eq!(a.len(), b.len());
