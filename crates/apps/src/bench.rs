@@ -2,8 +2,12 @@
 //!
 //! * toy: chain-steps/s of SGLD on the 25-mode target with 1, 16 and 1000 chains, on the host
 //!   `f64` path and as rows of one tensor on `--device`;
-//! * nets: steps/s (forward + backward + update) of SGD, SGLD and SGHMC on the MLP 13-50-1
-//!   (batch 50) and the papers' CNN (batch 256) on `--device`, and SGLD/SGD, SGHMC/SGD.
+//! * the BlackJAX comparison: SGLD with a streaming BMA on a digits-shaped 64-100-10 tanh MLP
+//!   (batch 100), with the autodiff `Posterior` and with the closed-form `MlpPosterior` on the
+//!   plain device, paired;
+//! * nets: steps/s (forward + backward + update) of SGD, SGLD, SGHMC, CSGLD and reSGLD on the
+//!   MLP 13-50-1 (batch 50; autodiff and closed-form gradients) and the papers' CNN (batch 256)
+//!   on `--device`, and SGLD/SGD, SGHMC/SGD, CSGLD/SGLD, reSGLD/SGLD.
 //!
 //! The criterion benches in `benches/` measure the same things with statistics; this command
 //! gives the figures on any machine from the binary alone.

@@ -117,14 +117,15 @@ const TANH_Q: [f64; 4] = [
     2.268_434_632_439e-3,
     4.893_525_185_543_85e-3,
 ];
-/// Beyond `|x| = 7.9053...` the rational form is clamped: `tanh` rounds to `+-1` in `f32` there.
+/// `x` is clamped to `+-7.9053...`, where the rational form equals `+-(1 - 2.6e-7)`: beyond it
+/// `tanh` is within that bound of `+-1`.
 const TANH_CLAMP: f64 = 7.905_311_107_635_498;
 
 /// `tanh(x)` on the backend's element-wise operations: the odd/even rational minimax
 /// approximation `x p(x^2) / q(x^2)` of Eigen and XLA (degrees 13/6, `x` clamped to
 /// `[-7.905, 7.905]`), maximal absolute error `2.6e-7` in exact arithmetic (at the clamp) and
 /// a few `f32` ulps in single precision, relative error of the same order near 0.
-/// About twenty vectorised passes over the tensor: several times faster than burn-flex's
+/// About twenty element-wise passes over the tensor: several times faster than burn-flex's
 /// scalar `tanhf` loop, and on any backend.
 fn tanh_value<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     // clamp_min + clamp_max: burn-flex's `clamp` is a scalar loop, about four times slower.
