@@ -434,44 +434,8 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios) = (Vec::new(), Vec::new());
     toy_rates(a, &device, &mut figures)?;
-    digits_rate(a, &device, &mut figures, &mut ratios)?;
-
-    let (mlp, post, batch) = mlp_workload(&ad);
-    net_rates(
-        a,
-        "mlp13-50-1_b50",
-        || mlp.init(&ad),
-        &post,
-        &batch,
-        &mut figures,
-        &mut ratios,
-    )?;
-    // The same MLP with closed-form gradients on the plain device.
-    let plain_batch = Batch {
-        x: batch.x.clone().inner(),
-        y: match &batch.y {
-            Targets::Real(y) => Targets::Real(y.clone().inner()),
-            Targets::Class(y) => Targets::Class(y.clone().inner()),
-        },
-    };
-    net_rates(
-        a,
-        "mlp13-50-1_b50/closed-form",
-        || mlp.init(&device),
-        &MlpPosterior::new(post.clone()),
-        &plain_batch,
-        &mut figures,
-        &mut ratios,
-    )?;
-    vr_overhead(
-        a,
-        "mlp13-50-1_b50",
-        || mlp.init(&ad),
-        &post,
-        &batch,
-        &[50, 392],
-        &mut ratios,
-    )?;
+    // The small networks compute on one thread (see `crate::threads`), the CNN on all cores.
+    crate::threads::with_threads(1, || mlp_rates(a, &device, &mut figures, &mut ratios))??;
     if !a.no_cnn {
         let (cnn, post, batch) = cnn_workload(&ad);
         net_rates(
@@ -507,4 +471,52 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     output::write_json(&a.out.join("summary.json"), &summary)?;
     println!("wrote {}", a.out.join("summary.json").display());
     Ok(())
+}
+
+/// The small-network figures: the BlackJAX comparison and the 13-50-1 MLP (autodiff and
+/// closed-form gradients, variance-reduced replica exchange).
+fn mlp_rates(
+    a: &BenchArgs,
+    device: &Device,
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    digits_rate(a, device, figures, ratios)?;
+    let ad = device.clone().autodiff();
+    let (mlp, post, batch) = mlp_workload(&ad);
+    net_rates(
+        a,
+        "mlp13-50-1_b50",
+        || mlp.init(&ad),
+        &post,
+        &batch,
+        figures,
+        ratios,
+    )?;
+    // The same MLP with closed-form gradients on the plain device.
+    let plain_batch = Batch {
+        x: batch.x.clone().inner(),
+        y: match &batch.y {
+            Targets::Real(y) => Targets::Real(y.clone().inner()),
+            Targets::Class(y) => Targets::Class(y.clone().inner()),
+        },
+    };
+    net_rates(
+        a,
+        "mlp13-50-1_b50/closed-form",
+        || mlp.init(device),
+        &MlpPosterior::new(post.clone()),
+        &plain_batch,
+        figures,
+        ratios,
+    )?;
+    vr_overhead(
+        a,
+        "mlp13-50-1_b50",
+        || mlp.init(&ad),
+        &post,
+        &batch,
+        &[50, 392],
+        ratios,
+    )
 }

@@ -34,6 +34,8 @@ pub enum Command {
     Uci(crate::uci::UciArgs),
     /// MNIST mode exploration (thesis 6.4.1 / 7.2.3): ICSGLD, AWSGLD and baselines on digits 0-4.
     Mnist(crate::mnist::MnistArgs),
+    /// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP over the 8x8 digits, streaming BMA.
+    Digits(crate::digits::DigitsArgs),
     /// Fetch or verify benchmark data.
     #[command(subcommand)]
     Data(crate::data_cmd::DataCommand),
@@ -152,6 +154,7 @@ where
         Command::Uci(a) => crate::uci::run(&a),
         Command::Data(c) => crate::data_cmd::run(&c),
         Command::Mnist(a) => crate::mnist::run(&a),
+        Command::Digits(a) => crate::digits::run(&a),
     }
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use sgmcmc_data::fetch::{UCI_UPSTREAM, fetch_uci, table1, verify_dir};
+use sgmcmc_data::fetch_digits::{DIGITS_UPSTREAM, fetch_digits};
 use sgmcmc_data::fetch_mnist::{fetch_images, image_benchmark};
 
 use crate::error::AppError;
@@ -15,18 +16,19 @@ pub enum DataCommand {
     Fetch {
         /// Which benchmark: `uci` (Energy, Concrete, Yacht, Wine with their 20 splits, into
         /// `DIR/NAME/`), `mnist` or `fashion-mnist` (the four gzip IDX files, into `DIR/mnist/`
-        /// or `DIR/fashion-mnist/`).
+        /// or `DIR/fashion-mnist/`), `digits` (UCI optdigits test set, 1797 8x8 images, into
+        /// `DIR/digits/digits.csv`).
         what: String,
         /// Directory to write.
         #[arg(long)]
         to: PathBuf,
-        /// Upstream base URL (`uci`: `BASE/NAME/data/FILE`; images: `BASE/FILE.gz`); default:
-        /// the benchmark's public upstream.
+        /// Upstream base URL (`uci`: `BASE/NAME/data/FILE`; images: `BASE/FILE.gz`; digits:
+        /// `BASE/optdigits.tes`); default: the benchmark's public upstream.
         #[arg(long)]
         base_url: Option<String>,
     },
     /// Verify the dataset folders found in DIR (UCI `DIR/NAME` or `DIR/uci/NAME`, `DIR/mnist`,
-    /// `DIR/fashion-mnist`): checksums and layout.
+    /// `DIR/fashion-mnist`, `DIR/digits`): checksums and layout.
     Verify {
         /// The directory holding the dataset folders.
         dir: PathBuf,
@@ -39,6 +41,11 @@ pub fn run(c: &DataCommand) -> Result<(), AppError> {
         DataCommand::Fetch { what, to, base_url } => {
             let dirs = if what == "uci" {
                 fetch_uci(base_url.as_deref().unwrap_or(UCI_UPSTREAM), to, &table1())?
+            } else if what == "digits" {
+                vec![fetch_digits(
+                    base_url.as_deref().unwrap_or(DIGITS_UPSTREAM),
+                    to,
+                )?]
             } else if let Some(k) = image_benchmark(what) {
                 vec![fetch_images(
                     base_url.as_deref().unwrap_or(&k.upstream),
@@ -47,7 +54,7 @@ pub fn run(c: &DataCommand) -> Result<(), AppError> {
                 )?]
             } else {
                 return Err(AppError::Usage(format!(
-                    "unknown benchmark `{what}` (known: uci, mnist, fashion-mnist)"
+                    "unknown benchmark `{what}` (known: uci, mnist, fashion-mnist, digits)"
                 )));
             };
             for dir in dirs {

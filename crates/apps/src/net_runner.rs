@@ -1,14 +1,18 @@
 //! One sampler over network chains, whichever kind it is: the plain kernels (SGD, SGLD, SGHMC,
 //! pSGLD, cyclical) and the contour samplers (CSGLD, ICSGLD, AWSGLD) behind one step call, with
-//! checkpoint state. Shared by the network apps (`sgmcmc mnist`, `sgmcmc uci`).
+//! checkpoint state. Shared by the network apps (`sgmcmc mnist`, `sgmcmc uci`). The target is
+//! the autodiff [`Posterior`] by default, or any other posterior of the same network (e.g. the
+//! closed-form [`MlpPosterior`](sgmcmc_models::mlp::MlpPosterior)).
 
 use std::sync::Mutex;
 
 use burn::tensor::Device;
+use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Network, Posterior};
 use sgmcmc_samplers::checkpoint::SamplerState;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig, StepReport};
+use sgmcmc_samplers::target::Target;
 
 use crate::error::AppError;
 
@@ -22,16 +26,16 @@ pub enum NetSpec {
 }
 
 /// The chains of a network posterior and the sampler that moves them.
-pub enum NetRunner<M: Network> {
+pub enum NetRunner<M: Network, T: Target<M> = Posterior> {
     /// Independent chains.
-    Plain(Box<Sgmcmc<ModuleEnsemble<M, Posterior>>>),
+    Plain(Box<Sgmcmc<ModuleEnsemble<M, T>>>),
     /// Contour sampler.
-    Contour(Box<Contour<ModuleEnsemble<M, Posterior>>>),
+    Contour(Box<Contour<ModuleEnsemble<M, T>>>),
 }
 
-impl<M: Network> NetRunner<M> {
+impl<M: Network, T: Target<M, Batch = Batch<M::Input>>> NetRunner<M, T> {
     /// Builds the sampler of `spec` over `ensemble`.
-    pub fn new(spec: &NetSpec, ensemble: ModuleEnsemble<M, Posterior>) -> Result<Self, AppError> {
+    pub fn new(spec: &NetSpec, ensemble: ModuleEnsemble<M, T>) -> Result<Self, AppError> {
         Ok(match spec {
             NetSpec::Plain(c) => Self::Plain(Box::new(Sgmcmc::new(c.clone(), ensemble)?)),
             NetSpec::Contour(c) => Self::Contour(Box::new(Contour::new(c.clone(), ensemble)?)),
@@ -47,10 +51,7 @@ impl<M: Network> NetRunner<M> {
     }
 
     /// One step on `batch`.
-    pub fn step(
-        &mut self,
-        batch: &sgmcmc_models::posterior::Batch<M::Input>,
-    ) -> Result<&StepReport, AppError> {
+    pub fn step(&mut self, batch: &Batch<M::Input>) -> Result<&StepReport, AppError> {
         Ok(match self {
             Self::Plain(s) => s.step(batch)?,
             Self::Contour(s) => s.step(batch)?,

@@ -5,8 +5,8 @@
 //! `data.txt` against its SHA-256 and every folder against the reader's validation, and only
 //! then moves the folder into place: nothing half-written is left behind. `verify_uci` checks
 //! an existing directory the same way, and `verify_dir` checks every known dataset folder
-//! (UCI, MNIST, Fashion-MNIST) found in a directory. MNIST-style sets are fetched by
-//! [`crate::fetch_mnist`] with the same machinery.
+//! (UCI, MNIST, Fashion-MNIST, digits) found in a directory. MNIST-style sets are fetched by
+//! [`crate::fetch_mnist`], the digits by [`crate::fetch_digits`], with the same machinery.
 
 use std::fs;
 use std::io::Read;
@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::DataError;
+use crate::fetch_digits::verify_digits;
 use crate::fetch_mnist::{image_benchmarks, verify_images};
 use crate::uci::UciDataset;
 
@@ -196,7 +197,8 @@ pub fn verify_uci(root: &Path, known: &[Known]) -> Result<Vec<PathBuf>, DataErro
 }
 
 /// Verifies every known dataset folder present in `root`: the UCI sets as `root/NAME` (the
-/// layout `fetch_uci` writes) or `root/uci/NAME`, and `root/mnist`, `root/fashion-mnist`.
+/// layout `fetch_uci` writes) or `root/uci/NAME`, `root/mnist`, `root/fashion-mnist` and
+/// `root/digits`.
 /// Returns the folders checked; fails on the first bad one, or with [`DataError::NoDatasets`]
 /// when none is there.
 pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {
@@ -219,6 +221,12 @@ pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {
         }
         names.push(k.name);
     }
+    let digits = root.join("digits");
+    if digits.is_dir() {
+        verify_digits(&digits)?;
+        done.push(digits);
+    }
+    names.push("digits".into());
     if done.is_empty() {
         return Err(DataError::NoDatasets {
             path: root.to_path_buf(),

@@ -137,14 +137,20 @@ pub fn write_idx(path: &Path, dims: &[usize], data: &[u8], gzip: bool) -> Result
         enc.write_all(&bytes).map_err(|e| io_error(path, e))?;
         bytes = enc.finish().map_err(|e| io_error(path, e))?;
     }
+    write_atomic(path, &bytes)
+}
+
+/// Writes `bytes` to `path` through a sibling temp file and a rename, so readers never see a
+/// half-written file.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DataError> {
     let name = path
         .file_name()
-        .map_or_else(|| "idx".into(), |n| n.to_string_lossy().into_owned());
+        .map_or_else(|| "data".into(), |n| n.to_string_lossy().into_owned());
     // Unique per process and call, so concurrent writers never share a temp file.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let tmp = path.with_file_name(format!(".{name}.tmp-{}-{call}", std::process::id()));
-    fs::write(&tmp, &bytes).map_err(|e| io_error(&tmp, e))?;
+    fs::write(&tmp, bytes).map_err(|e| io_error(&tmp, e))?;
     fs::rename(&tmp, path).map_err(|e| {
         let _ = fs::remove_file(&tmp);
         io_error(path, e)

@@ -1,14 +1,18 @@
 //! Dataset readers for sgmcmc: UCI regression benchmark layout, MNIST / Fashion-MNIST IDX,
-//! Mushroom, CIFAR binary batches, and synthetic generators. Readers validate what they read and
-//! return typed errors; a data directory is passed in (CLI `--data-dir`, env `SGMCMC_DATA_DIR`).
+//! Mushroom, CIFAR binary batches, the handwritten digits (UCI optdigits), and synthetic
+//! generators. Readers validate what they read and return typed errors; a data directory
+//! is passed in (CLI `--data-dir`, env `SGMCMC_DATA_DIR`).
 
+pub mod digits;
 pub mod error;
 pub mod fetch;
+pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
 pub mod mnist;
 pub mod uci;
 
+pub use digits::Digits;
 pub use error::DataError;
 pub use mnist::{ImageData, ImageSet, epoch_order};
 pub use uci::{Split, SplitData, Standardizer, UciDataset};

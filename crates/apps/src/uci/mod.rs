@@ -172,7 +172,8 @@ fn dataset_dir(a: &UciArgs, name: &str) -> PathBuf {
     root.join("uci").join(name)
 }
 
-/// Runs every (dataset, sampler, seed) job on `jobs` threads; results in job order.
+/// Runs every (dataset, sampler, seed) job on `jobs` threads, each computing on one thread of
+/// its own (see [`crate::threads`]); results in job order.
 fn run_jobs(
     a: &UciArgs,
     jobs: &[(String, String, u64)],
@@ -191,35 +192,38 @@ fn run_jobs(
     std::thread::scope(|scope| {
         for _ in 0..a.jobs.max(1) {
             scope.spawn(|| {
-                loop {
-                    let i = {
-                        let mut n = next.lock().expect("job counter");
-                        let i = *n;
-                        *n += 1;
-                        i
-                    };
-                    let Some((ds, sampler, seed)) = jobs.get(i) else {
-                        break;
-                    };
-                    let data = &datasets.iter().find(|d| &d.0 == ds).expect("loaded").1;
-                    let r = (|| {
-                        let split = data.split((*seed as usize) % data.splits.len())?;
-                        let (t, z) = paper_settings(ds);
-                        let mut run = UciRun::paper(
-                            sampler,
-                            a.temperature.unwrap_or(t),
-                            a.zeta.unwrap_or(z),
-                            *seed,
-                        );
-                        run.epochs = a.epochs;
-                        run.lr = a.lr;
-                        run.standardize_target = a.standardize_target;
-                        run.noise = noise;
-                        run_split(&run, &split, &device)
-                    })();
-                    results.lock().expect("results")[i] = Some(r);
-                    pb.inc(1);
-                }
+                // A job whose pool cannot start stays unfinished and is reported as such.
+                let _started = crate::threads::with_threads(1, || {
+                    loop {
+                        let i = {
+                            let mut n = next.lock().expect("job counter");
+                            let i = *n;
+                            *n += 1;
+                            i
+                        };
+                        let Some((ds, sampler, seed)) = jobs.get(i) else {
+                            break;
+                        };
+                        let data = &datasets.iter().find(|d| &d.0 == ds).expect("loaded").1;
+                        let r = (|| {
+                            let split = data.split((*seed as usize) % data.splits.len())?;
+                            let (t, z) = paper_settings(ds);
+                            let mut run = UciRun::paper(
+                                sampler,
+                                a.temperature.unwrap_or(t),
+                                a.zeta.unwrap_or(z),
+                                *seed,
+                            );
+                            run.epochs = a.epochs;
+                            run.lr = a.lr;
+                            run.standardize_target = a.standardize_target;
+                            run.noise = noise;
+                            run_split(&run, &split, &device)
+                        })();
+                        results.lock().expect("results")[i] = Some(r);
+                        pb.inc(1);
+                    }
+                });
             });
         }
     });

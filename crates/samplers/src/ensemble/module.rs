@@ -138,9 +138,13 @@ fn noise_tensor(rngs: &mut [ChainRng], cols: usize, device: &Device) -> Tensor<2
     let rows = rngs.len();
     let mut buf = vec![0.0f32; rows * cols];
     for (rng, chunk) in rngs.iter_mut().zip(buf.chunks_mut(cols)) {
+        // A local copy keeps the generator state in registers (the same stream; ~1.5x faster
+        // than updating the state through the slice on every draw).
+        let mut local = rng.clone();
         for v in chunk {
-            *v = rng.normal() as f32;
+            *v = local.normal() as f32;
         }
+        *rng = local;
     }
     Tensor::from_data(TensorData::new(buf, [rows, cols]), device)
 }

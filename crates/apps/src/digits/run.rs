@@ -1,0 +1,321 @@
+//! One `sgmcmc digits` run: data to tensors, the stepping loop with the streaming model
+//! average, and the run's files (`summary.json`, `bma.csv`, `accuracy.png`).
+
+use std::path::Path;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::tensor::{Device, Int, Tensor, TensorData, activation};
+use serde::Serialize;
+use sgmcmc_data::digits::Digits;
+use sgmcmc_data::epoch_order;
+use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, nll};
+use sgmcmc_models::mlp::MlpPosterior;
+use sgmcmc_models::posterior::Batch;
+use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets};
+use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::net_runner::seeded;
+use crate::output::{self, RunHeader};
+use crate::{plot, progress};
+
+/// Classes of the digits task.
+const CLASSES: usize = 10;
+
+/// The settings of one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct DigitsConfig {
+    /// Kernel name: `sgld`, `sghmc`, `psgld`, `sgd` or `msgd`.
+    pub sampler: String,
+    /// Sampler steps.
+    pub steps: u64,
+    /// Learning rate on the full-data energy `U`.
+    pub lr: f64,
+    /// Prior precision of every weight and bias.
+    pub prior_precision: f64,
+    /// Minibatch size.
+    pub batch: usize,
+    /// Hidden tanh units.
+    pub hidden: usize,
+    /// Steps before the first averaged model.
+    pub burn_in: u64,
+    /// Steps between averaged models.
+    pub bma_every: u64,
+    /// Test share of the split.
+    pub test_fraction: f64,
+    /// Seed of the split.
+    pub split_seed: u64,
+    /// Run seed.
+    pub seed: u64,
+    /// Confidence bins of the ECE.
+    pub ece_bins: usize,
+}
+
+impl Default for DigitsConfig {
+    fn default() -> Self {
+        Self {
+            sampler: "sgld".into(),
+            steps: 20_000,
+            lr: 5e-5,
+            prior_precision: 1.0,
+            batch: 100,
+            hidden: 100,
+            burn_in: 2_000,
+            bma_every: 100,
+            test_fraction: 0.2,
+            split_seed: 0,
+            seed: 1,
+            ece_bins: 10,
+        }
+    }
+}
+
+impl DigitsConfig {
+    /// The kernel and temperature of the named sampler (the optimisers run at temperature 0).
+    fn kernel(&self) -> Result<SgmcmcConfig, AppError> {
+        let (kernel, tau) = match self.sampler.as_str() {
+            "sgld" => (Kernel::Sgld, 1.0),
+            "sghmc" => (Kernel::sghmc(), 1.0),
+            "psgld" => (Kernel::psgld(), 1.0),
+            "sgd" => (Kernel::Sgd, 0.0),
+            "msgd" => (Kernel::Momentum { mu: 0.9 }, 0.0),
+            other => {
+                return Err(AppError::Usage(format!(
+                    "unknown digits sampler `{other}` (known: sgld, sghmc, psgld, sgd, msgd)"
+                )));
+            }
+        };
+        Ok(SgmcmcConfig::constant(kernel, self.lr, tau))
+    }
+
+    /// Checks the settings that the sampler does not check itself.
+    fn validate(&self) -> Result<(), AppError> {
+        let bad = |what: String| Err(AppError::Usage(format!("digits: {what}")));
+        if self.steps == 0 || self.batch == 0 || self.hidden == 0 || self.bma_every == 0 {
+            return bad("steps, batch, hidden and bma_every must be positive".into());
+        }
+        if self.burn_in + self.bma_every > self.steps {
+            return bad(format!(
+                "burn_in {} + bma_every {} exceeds steps {}: no model would be averaged",
+                self.burn_in, self.bma_every, self.steps
+            ));
+        }
+        if !(self.prior_precision.is_finite() && self.prior_precision >= 0.0) {
+            return bad(format!(
+                "prior precision must be finite and >= 0, got {}",
+                self.prior_precision
+            ));
+        }
+        if self.ece_bins == 0 {
+            return bad("ece_bins must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+/// What a run writes to `summary.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct DigitsSummary {
+    /// The CLI contract's fields.
+    #[serde(flatten)]
+    pub header: RunHeader,
+    /// The settings.
+    pub config: DigitsConfig,
+    /// Training and test set sizes.
+    pub n_train: usize,
+    /// Test set size.
+    pub n_test: usize,
+    /// Models in the average.
+    pub models: usize,
+    /// Accuracy of the model average on the test set.
+    pub accuracy: f64,
+    /// Mean negative log-likelihood of the model average.
+    pub nll: f64,
+    /// Expected calibration error of the model average.
+    pub ece: f64,
+    /// Brier score of the model average.
+    pub brier: f64,
+    /// Accuracy of the last model alone.
+    pub last_model_accuracy: f64,
+}
+
+/// One split of the data as tensors on a device.
+struct Set {
+    x: Tensor<2>,
+    y: Tensor<1, Int>,
+    labels: Vec<usize>,
+}
+
+impl Set {
+    fn new(d: &Digits, device: &Device) -> Self {
+        let labels: Vec<usize> = d.labels.iter().map(|&l| usize::from(l)).collect();
+        let ints: Vec<i64> = labels.iter().map(|&l| l as i64).collect();
+        Self {
+            x: Tensor::from_data(
+                TensorData::new(d.features(), [d.len(), Digits::FEATURES]),
+                device,
+            ),
+            y: Tensor::from_data(ints.as_slice(), device),
+            labels,
+        }
+    }
+}
+
+/// Softmax predictions `[n, 10]` (row-major) of `model` on `x`.
+fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> {
+    let p = activation::softmax(model.valid().forward(x.clone()), 1);
+    Ok(p.into_data()
+        .try_into_vec::<f32>()
+        .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?
+        .into_iter()
+        .map(f64::from)
+        .collect())
+}
+
+/// Runs `config` on the digits in `dir` and writes the run's files into `out`.
+pub fn run_digits(
+    config: &DigitsConfig,
+    dir: &Path,
+    device: &Device,
+    out: &Path,
+    device_name: DeviceChoice,
+    show_progress: bool,
+) -> Result<DigitsSummary, AppError> {
+    config.validate()?;
+    let sampler_config = config.kernel()?;
+    let digits = Digits::load(dir).map_err(|e| {
+        AppError::Input(format!(
+            "{e} (fetch the digits with `sgmcmc data fetch digits --to DIR`)"
+        ))
+    })?;
+    let (train, test) = digits.split(config.test_fraction, config.split_seed)?;
+    if config.batch > train.len() {
+        return Err(AppError::Usage(format!(
+            "digits: batch {} exceeds the {} training images",
+            config.batch,
+            train.len()
+        )));
+    }
+    let (train_set, test_set) = (Set::new(&train, device), Set::new(&test, device));
+    let mlp = MlpConfig {
+        inputs: Digits::FEATURES,
+        hidden: vec![config.hidden],
+        outputs: CLASSES,
+        activation: Activation::Tanh,
+    };
+    let target = MlpPosterior::new(Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale {
+            n_data: train.len(),
+            prior_precision: config.prior_precision,
+        },
+    });
+    let model = seeded(device, config.seed, || mlp.init(device));
+    let ensemble = ModuleEnsemble::new(target, vec![model], config.seed)?;
+    let mut sampler = Sgmcmc::new(sampler_config, ensemble)?;
+
+    let (n, b) = (train.len(), config.batch);
+    let mut bma = Bma::default();
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    let mut last = 0.0;
+    let bar = progress::bar(config.steps, &config.sampler, show_progress);
+    let start = Instant::now();
+    let (mut k, mut epoch) = (0u64, 0u64);
+    while k < config.steps {
+        let order: Vec<i64> = epoch_order(n, config.seed, epoch)
+            .into_iter()
+            .map(|i| i as i64)
+            .collect();
+        let order = Tensor::<1, Int>::from_data(order.as_slice(), device);
+        let x = train_set.x.clone().select(0, order.clone());
+        let y = train_set.y.clone().select(0, order);
+        for w in 0..n / b {
+            if k == config.steps {
+                break;
+            }
+            let batch = Batch {
+                x: x.clone().slice(w * b..(w + 1) * b),
+                y: Targets::Class(y.clone().slice(w * b..(w + 1) * b)),
+            };
+            sampler.step(&batch)?;
+            k += 1;
+            if k > config.burn_in && (k - config.burn_in).is_multiple_of(config.bma_every) {
+                let model = sampler.ensemble().modules().next().expect("one chain");
+                let p = predict(model, &test_set.x)?;
+                last = accuracy(&p, CLASSES, &test_set.labels);
+                bma.add(1.0, &p);
+                let mean = bma.mean().expect("a model was added");
+                let l = &test_set.labels;
+                rows.push(vec![
+                    k as f64,
+                    bma.models() as f64,
+                    accuracy(&mean, CLASSES, l),
+                    nll(&mean, CLASSES, l),
+                    ece(&mean, CLASSES, l, config.ece_bins),
+                    last,
+                ]);
+            }
+            bar.inc(1);
+        }
+        epoch += 1;
+    }
+    let wall = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+
+    let mean = bma
+        .mean()
+        .ok_or_else(|| AppError::Run("no model was averaged".into()))?;
+    let l = &test_set.labels;
+    let summary = DigitsSummary {
+        header: RunHeader {
+            sampler: config.sampler.clone(),
+            target: "digits mlp64-100-10 tanh".into(),
+            seed: config.seed,
+            device: device_name.to_string(),
+            wall_seconds: wall,
+            steps_per_second: config.steps as f64 / wall,
+        },
+        config: config.clone(),
+        n_train: train.len(),
+        n_test: test.len(),
+        models: bma.models(),
+        accuracy: accuracy(&mean, CLASSES, l),
+        nll: nll(&mean, CLASSES, l),
+        ece: ece(&mean, CLASSES, l, config.ece_bins),
+        brier: brier(&mean, CLASSES, l),
+        last_model_accuracy: last,
+    };
+    write(out, &summary, &rows)?;
+    Ok(summary)
+}
+
+/// `summary.json`, `bma.csv` (step, models, BMA accuracy / NLL / ECE, last model's accuracy)
+/// and `accuracy.png`.
+fn write(out: &Path, summary: &DigitsSummary, rows: &[Vec<f64>]) -> Result<(), AppError> {
+    output::run_dir(out)?;
+    output::write_csv(
+        &out.join("bma.csv"),
+        &[
+            "step",
+            "models",
+            "bma_accuracy",
+            "bma_nll",
+            "bma_ece",
+            "model_accuracy",
+        ],
+        rows,
+    )?;
+    let series = |c: usize| rows.iter().map(|r| (r[0], r[c])).collect::<Vec<_>>();
+    plot::lines(
+        &out.join("accuracy.png"),
+        "digits: test accuracy",
+        "step",
+        "accuracy",
+        &[("model average", series(2)), ("current model", series(5))],
+    )?;
+    output::write_json(&out.join("summary.json"), summary)
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Manual comparison tool (not run in CI): `sgmcmc digits` against BlackJAX's jitted SGLD on the
+# same task (scripts/bench_blackjax_digits.py), interleaved ROUNDS times in one session, then the
+# median steps/s of each and their ratio. Both read DATA_DIR/digits (`sgmcmc data fetch digits`).
+#
+# Usage: scripts/bench-blackjax.sh DATA_DIR [ROUNDS]. Uses the system python if it has jax and
+# blackjax, else creates a venv under $HOME/.cache/sgmcmc-jax-venv and pip-installs them (CPU);
+# builds the `sgmcmc` binary with the workspace's profile.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+data="${1:?usage: scripts/bench-blackjax.sh DATA_DIR [ROUNDS]}"
+rounds="${2:-3}"
+# The system python when it has jax and blackjax, else a venv of our own.
+py=python3
+if ! python3 -c "import jax, blackjax" 2>/dev/null; then
+  venv="${SGMCMC_JAX_VENV:-$HOME/.cache/sgmcmc-jax-venv}"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -c "import jax, blackjax" 2>/dev/null \
+    || "$venv/bin/pip" install --quiet jax blackjax numpy
+  py="$venv/bin/python"
+fi
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sgmcmc-target}"
+(cd "$here/.." && cargo build --quiet --workspace --all-features)
+bin="$CARGO_TARGET_DIR/debug/sgmcmc"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+ours=(); theirs=()
+for r in $(seq "$rounds"); do
+  "$bin" digits --data-dir "$data" --out "$out/run" --quiet >/dev/null
+  ours+=("$(python3 -c "import json; print(json.load(open('$out/run/summary.json'))['steps_per_second'])")")
+  line="$("$py" "$here/bench_blackjax_digits.py" --data-dir "$data" 2>/dev/null | tail -1)"
+  theirs+=("$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['steps_per_second'])" "$line")")
+  echo "round $r: sgmcmc ${ours[-1]} steps/s, blackjax ${theirs[-1]} steps/s"
+done
+python3 - "${ours[*]}" "${theirs[*]}" <<'PY'
+import statistics, sys
+o = [float(v) for v in sys.argv[1].split()]
+t = [float(v) for v in sys.argv[2].split()]
+mo, mt = statistics.median(o), statistics.median(t)
+print(f"median: sgmcmc {mo:.0f} steps/s, blackjax {mt:.0f} steps/s, ratio sgmcmc/blackjax {mo / mt:.2f}")
+PY
