@@ -21,9 +21,7 @@ use clap::Args;
 use serde::Serialize;
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
-use sgmcmc_models::{
-    Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets,
-};
+use sgmcmc_models::{Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Posterior, Scale, Targets};
 use sgmcmc_samplers::control::{
     ControlVariate, EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme,
 };
@@ -374,16 +372,8 @@ where
         s.step(&b)?;
         k += 1;
         if k.is_multiple_of(100) {
-            let m = s.ensemble().modules().next().expect("one chain").valid();
-            let p = burn::tensor::activation::softmax(m.forward(x_test.clone()), 1);
-            let v: Vec<f64> = p
-                .into_data()
-                .try_into_vec::<f32>()
-                .map_err(|e| AppError::Run(format!("{e:?}")))?
-                .into_iter()
-                .map(f64::from)
-                .collect();
-            bma.add(1.0, &v);
+            let m = s.ensemble().modules().next().expect("one chain");
+            bma.add(1.0, &crate::digits::predict(m, &x_test)?);
         }
         Ok(())
     }))

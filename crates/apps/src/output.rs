@@ -93,3 +93,11 @@ pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<f64>]) -> Result<(), 
     }
     write_atomic(path, text.as_bytes())
 }
+
+/// The data directory of a run: `flag` if given, else `$SGMCMC_DATA_DIR`, else
+/// `../shared/datasets`.
+pub fn data_root(flag: Option<&Path>) -> PathBuf {
+    flag.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
+}

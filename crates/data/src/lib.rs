@@ -10,6 +10,7 @@ pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
 pub mod mnist;
+mod splitmix;
 pub mod uci;
 
 pub use digits::Digits;

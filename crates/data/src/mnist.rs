@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::DataError;
 use crate::idx::{IdxArray, read_idx, write_idx};
+use crate::splitmix::{SplitMix64, mix};
 
 /// Mean of the MNIST training pixels scaled to [0, 1] (the usual normalisation constant).
 pub const MNIST_MEAN: f32 = 0.1307;
@@ -331,29 +332,6 @@ pub fn write_synthetic(
         write_idx(&dir.join(format!("{labels_file}.gz")), &[n], &labels, true)?;
     }
     Ok(())
-}
-
-/// The SplitMix64 output function (Steele, Lea & Flood 2014): a bijective 64-bit mixer.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// SplitMix64: state advanced by the golden-ratio increment, output `mix(state)`.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-
-    /// `floor(u n / 2^64)` for the next output `u`: uniform on `0..n` up to a bias below
-    /// `n / 2^64`.
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::DataError;
+use crate::splitmix::SplitMix64;
 
 /// One train/test split: 0-based row indices into [`UciDataset::x`] / [`UciDataset::y`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -458,36 +459,6 @@ fn write_file(path: &Path, text: &str) -> Result<(), DataError> {
         path: PathBuf::from(path),
         source,
     })
-}
-
-/// SplitMix64 (Steele, Lea & Flood 2014): a tiny, seedable generator for synthetic data.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform on [0, 1) with 53 random bits.
-    fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Standard normal by Box-Muller: `sqrt(-2 ln u1) cos(2 pi u2)`, `u1` in (0, 1].
-    fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.uniform();
-        let u2 = self.uniform();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-    }
-
-    /// Uniform integer in `0..n` (multiply-shift; bias is negligible for small `n`).
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
 }
 
 #[cfg(test)]

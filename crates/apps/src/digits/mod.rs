@@ -22,6 +22,7 @@ use clap::Args;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 
+pub(crate) use run::predict;
 pub use run::{DigitsConfig, DigitsSummary, run_digits};
 
 /// Options of `sgmcmc digits`.
@@ -75,12 +76,7 @@ pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
     let device = a.device.device()?.ok_or_else(|| {
         AppError::Usage("digits needs a tensor device (flex, ndarray or wgpu)".into())
     })?;
-    let dir = a
-        .data_dir
-        .clone()
-        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
-        .join("digits");
+    let dir = crate::output::data_root(a.data_dir.as_deref()).join("digits");
     let config = DigitsConfig {
         sampler: a.sampler.clone(),
         steps: a.steps,

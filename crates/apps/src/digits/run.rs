@@ -165,8 +165,8 @@ impl Set {
     }
 }
 
-/// Softmax predictions `[n, 10]` (row-major) of `model` on `x`.
-fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> {
+/// Softmax predictions `[n, k]` (row-major) of `model` on `x`, forward without autodiff.
+pub(crate) fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> {
     let p = activation::softmax(model.valid().forward(x.clone()), 1);
     Ok(p.into_data()
         .try_into_vec::<f32>()

@@ -106,10 +106,7 @@ pub struct MnistArgs {
 }
 
 fn data_dir(a: &MnistArgs) -> PathBuf {
-    a.data_dir
-        .clone()
-        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
+    crate::output::data_root(a.data_dir.as_deref())
 }
 
 /// The configuration `a` asks for, for `sampler`.

@@ -164,12 +164,9 @@ fn dataset_dir(a: &UciArgs, name: &str) -> PathBuf {
     if direct.join("data.txt").exists() {
         return direct.to_path_buf();
     }
-    let root = a
-        .data_dir
-        .clone()
-        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("../shared/datasets"));
-    root.join("uci").join(name)
+    crate::output::data_root(a.data_dir.as_deref())
+        .join("uci")
+        .join(name)
 }
 
 /// Runs every (dataset, sampler, seed) job on `jobs` threads, each computing on one thread of

@@ -45,10 +45,13 @@ impl ModuleVisitor for Collect<'_> {
 }
 
 /// Puts saved values back, keeping parameter ids and autodiff tracking.
+/// Per-parameter kernel state (e.g. momenta), keyed by parameter id.
+type KernelState = HashMap<ParamId, Vec<Tensor<2>>>;
+
 struct Put<'a> {
     saved: &'a ChainState,
     next: usize,
-    kernel: HashMap<ParamId, Vec<Tensor<2>>>,
+    kernel: KernelState,
     error: Option<SamplerError>,
 }
 
@@ -119,8 +122,14 @@ pub fn with_module_values<M: Module>(
         kernel: Vec::new(),
         params: values,
     };
+    put(module, &saved).map(|(module, _)| module)
+}
+
+/// `module` with the values of `saved` put into its float parameters (visit order, shapes
+/// checked), and the saved kernel state keyed by the module's parameter ids.
+fn put<M: Module>(module: M, saved: &ChainState) -> Result<(M, KernelState), SamplerError> {
     let mut put = Put {
-        saved: &saved,
+        saved,
         next: 0,
         kernel: HashMap::new(),
         error: None,
@@ -131,12 +140,12 @@ pub fn with_module_values<M: Module>(
     }
     if put.next != saved.params.len() {
         return Err(mismatch(format!(
-            "{} values given, the module has {} parameters",
+            "{} parameters saved, the module has {}",
             saved.params.len(),
             put.next
         )));
     }
-    Ok(module)
+    Ok((module, put.kernel))
 }
 
 impl<M: Module, T: Target<M>> StatefulEnsemble for ModuleEnsemble<M, T> {
@@ -183,24 +192,7 @@ impl<M: Module, T: Target<M>> StatefulEnsemble for ModuleEnsemble<M, T> {
                 .module
                 .clone()
                 .ok_or_else(|| mismatch("a chain is mid-step"))?;
-            let mut put = Put {
-                saved,
-                next: 0,
-                kernel: HashMap::new(),
-                error: None,
-            };
-            let module = module.map(&mut put);
-            if let Some(e) = put.error {
-                return Err(e);
-            }
-            if put.next != saved.params.len() {
-                return Err(mismatch(format!(
-                    "{} parameters saved, the module has {}",
-                    saved.params.len(),
-                    put.next
-                )));
-            }
-            restored.push((module, put.kernel));
+            restored.push(put(module, saved)?);
         }
         // Only commit once every chain fitted.
         for (chain, (module, kernel)) in self.chains.iter_mut().zip(restored) {
