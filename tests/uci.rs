@@ -75,3 +75,61 @@ fn energy_split_0_with_sgld_beats_the_mean_predictor() {
     );
     assert!(r.rmse < sd / 3.0);
 }
+
+#[test]
+fn contour_fields_agree_at_zeta_1_and_the_power_field_freezes_at_zeta_10() {
+    // The finding behind `--field`: `theta_i += omega theta[J]^zeta (1{i=J} - theta_i)` (CSGLD
+    // paper eq. 9) from a uniform theta over m = 1000 bins moves theta by omega * 1e-30 per step
+    // at zeta = 10, below f64 resolution of 1e-3: theta stays uniform, psi = 1, every weight is
+    // equal, and CSGLD moves as SGLD bit for bit (the paper's Wine setting; the RMSEs differ in
+    // the last bits only because the equal weights are 1e-30 each, not 1). The reference DNN
+    // code's field, `omega theta[J] (..)`, moves. At zeta = 1 the two fields are one update.
+    use sgmcmc::samplers::control::RandomField;
+    let dir = tmp("fields");
+    write_synthetic(&dir, 400, 4, 1, 0.1, 7).unwrap();
+    let split = UciDataset::load(&dir).unwrap().split(0).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let device = common::devices()[0].1.clone().autodiff();
+    let run = |sampler: &str, field: RandomField, zeta: f64| {
+        let mut run = UciRun::paper(sampler, 1.0, zeta, 3);
+        run.epochs = 60;
+        run.lr = 5e-4;
+        // Bins of 2 energy units: this small problem's stochastic energy spans several.
+        run.du = 2.0;
+        run.field = field;
+        run_split(&run, &split, &device).unwrap()
+    };
+    let sgld = run("sgld", RandomField::Power, 10.0);
+    assert!(sgld.contour.is_none());
+    let frozen = run("csgld", RandomField::Power, 10.0);
+    let c = frozen.contour.as_ref().unwrap();
+    println!("power, zeta 10: {c:?}");
+    assert!(
+        c.bin_max > c.bin_min,
+        "the chain must visit several bins: {c:?}"
+    );
+    assert_eq!((c.psi_min, c.psi_max), (1.0, 1.0));
+    assert!(c.psi_reach < 1e-20, "{c:?}");
+    assert!((frozen.rmse - sgld.rmse).abs() <= 1e-12 * sgld.rmse);
+    let moving = run("csgld", RandomField::Interacting, 10.0);
+    let c = moving.contour.as_ref().unwrap();
+    println!("interacting, zeta 10: {c:?}");
+    assert!(c.psi_max - c.psi_min > 0.1, "{c:?}");
+    assert!(c.psi_reach > 0.01, "{c:?}");
+    assert!((moving.rmse - sgld.rmse).abs() > 1e-6 * sgld.rmse);
+    let (p, i) = (
+        run("csgld", RandomField::Power, 1.0),
+        run("csgld", RandomField::Interacting, 1.0),
+    );
+    println!(
+        "zeta 1: RMSE {} (power) vs {} (interacting)",
+        p.rmse, i.rmse
+    );
+    assert!(
+        (p.rmse - i.rmse).abs() <= 1e-9 * p.rmse,
+        "{} vs {}",
+        p.rmse,
+        i.rmse
+    );
+    assert!(p.contour.unwrap().psi_max > 1.0);
+}

@@ -6,7 +6,8 @@
 
 use std::sync::Mutex;
 
-use burn::tensor::Device;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::{Device, Tensor};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Network, Posterior};
 use sgmcmc_samplers::checkpoint::SamplerState;
@@ -79,6 +80,15 @@ impl<M: Network, T: Target<M, Batch = Batch<M::Input>>> NetRunner<M, T> {
         }
     }
 
+    /// Contour samplers: how far the multiplier can move over the next `steps` steps, to first
+    /// order (see [`Contour::multiplier_reach`]).
+    pub fn psi_reach(&self, steps: u64) -> Option<f64> {
+        match self {
+            Self::Plain(_) => None,
+            Self::Contour(s) => Some(s.multiplier_reach(steps)),
+        }
+    }
+
     /// Everything needed to continue the run bit for bit.
     pub fn state(&self) -> Result<SamplerState, AppError> {
         Ok(match self {
@@ -103,8 +113,56 @@ static INIT: Mutex<()> = Mutex::new(());
 
 /// Runs `init` (a network initialisation) right after seeding `device` with `seed`, so the
 /// initial weights are a function of the seed.
-pub fn seeded<T>(device: &Device, seed: u64, init: impl FnOnce() -> T) -> T {
+///
+/// burn initialises parameters lazily, on their first use. The parameters are therefore drawn
+/// here, under the lock: drawn later, they would come from whatever state the shared generator
+/// is in by then, e.g. after another run's `seed` (a race between `--jobs`, seen as a different
+/// first run of a `sgmcmc uci` cell on a loaded machine).
+pub fn seeded<T: Module>(device: &Device, seed: u64, init: impl FnOnce() -> T) -> T {
     let _guard = INIT.lock().unwrap_or_else(|e| e.into_inner());
     device.seed(seed);
-    init()
+    let module = init();
+    module.visit(&mut Materialize);
+    module
+}
+
+/// Draws every lazily initialised parameter of a module.
+struct Materialize;
+
+impl ModuleVisitor for Materialize {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let _ = param.val();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+    use sgmcmc_models::{Activation, Mlp, MlpConfig, Network};
+
+    use super::*;
+
+    fn outputs(m: &Mlp, device: &Device) -> Vec<f32> {
+        let x = Tensor::<2>::from_data(TensorData::new(vec![0.3f32, -1.2, 0.7], [1, 3]), device);
+        m.forward(x).into_data().try_into_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn seeded_weights_do_not_depend_on_a_later_seed() {
+        // Run A seeds and initialises; run B seeds with another seed before A first uses its
+        // network (what two `--jobs` threads can do). A's weights must be those of its seed.
+        let device = Device::flex();
+        let cfg = MlpConfig {
+            inputs: 3,
+            hidden: vec![8],
+            outputs: 2,
+            activation: Activation::Tanh,
+        };
+        let alone = seeded(&device, 11, || cfg.init(&device));
+        let alone = outputs(&alone, &device);
+        let a = seeded(&device, 11, || cfg.init(&device));
+        let b = seeded(&device, 12, || cfg.init(&device));
+        assert_eq!(outputs(&a, &device), alone);
+        assert_ne!(outputs(&b, &device), alone);
+    }
 }

@@ -141,7 +141,16 @@ pub fn build(
         .collect();
     let ensemble = ModuleEnsemble::new(posterior, modules, config.seed)?;
     let total = (config.epochs * steps_per_epoch(config, data)) as u64;
-    NetRunner::new(&config.spec(total)?, ensemble)
+    let runner = NetRunner::new(&config.spec(total)?, ensemble)?;
+    if let Some(reach) = runner.psi_reach(total).filter(|r| *r < 0.01) {
+        // E.g. `csgld`: the power field at zeta 3e4 from a uniform theta over 10,000 bins.
+        eprintln!(
+            "warning: {}: theta cannot move in this run (the multiplier can leave 1 by at most \
+             {reach:.1e}); it samples as its base kernel",
+            config.sampler
+        );
+    }
+    Ok(runner)
 }
 
 /// Where a run stops early (tests of resume).

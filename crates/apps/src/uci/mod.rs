@@ -5,10 +5,14 @@
 //! the four datasets and six samplers and prints RMSE and NLL (mean +- sd over seeds) beside the
 //! paper's RMSE. `--noise learned` samples the noise precision with the weights under a Gamma
 //! prior (`--noise-shape`, `--noise-rate`; default `Gamma(1, 0.01)`) and reports the test NLL of
-//! the resulting mixture predictive; the default is the paper's fixed unit precision. Datasets
+//! the resulting mixture predictive; the default is the paper's fixed unit precision.
+//! `--field` picks the contour samplers' `theta` update (the paper's eq. 9 by default; see
+//! [`FieldChoice`]); each contour run reports what its `theta` and multiplier did
+//! ([`contour_stats`]). Datasets
 //! are read from `DIR/uci/NAME` in the benchmark layout (any such folder
 //! works; a path to a folder works too).
 
+pub mod contour_stats;
 pub mod protocol;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +20,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 use sgmcmc_data::UciDataset;
+use sgmcmc_samplers::control::RandomField;
 
 use self::protocol::{UCI_SAMPLERS, UciNoise, UciResult, UciRun, run_split};
 use crate::device::DeviceChoice;
@@ -74,6 +79,9 @@ pub struct UciArgs {
     /// Contour zeta (default: the paper's per dataset).
     #[arg(long)]
     pub zeta: Option<f64>,
+    /// Contour samplers' stochastic-approximation field for `theta` (see [`FieldChoice`]).
+    #[arg(long, value_enum, default_value_t = FieldChoice::Power)]
+    pub field: FieldChoice,
     /// Data directory holding `uci/` (default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -103,6 +111,25 @@ pub struct UciArgs {
     /// Run directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `--field`: how the contour samplers learn `theta`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FieldChoice {
+    /// `theta_i += omega theta[J]^zeta (1{i=J} - theta_i)`, eq. 9 of the CSGLD paper.
+    Power,
+    /// `theta_i += omega theta[J] (1{i=J} - theta_i)`, the reference DNN code's field.
+    Interacting,
+}
+
+impl FieldChoice {
+    /// The sampler's field.
+    pub fn field(self) -> RandomField {
+        match self {
+            Self::Power => RandomField::Power,
+            Self::Interacting => RandomField::Interacting,
+        }
+    }
 }
 
 /// `--noise`.
@@ -215,6 +242,7 @@ fn run_jobs(
                             run.lr = a.lr;
                             run.standardize_target = a.standardize_target;
                             run.noise = noise;
+                            run.field = a.field.field();
                             run_split(&run, &split, &device)
                         })();
                         results.lock().expect("results")[i] = Some(r);
@@ -240,6 +268,7 @@ fn run_jobs(
                 wall_seconds: 0.0,
                 error: Some(why),
                 noise_sd: None,
+                contour: None,
             }),
             Some(Err(e)) => Err(e),
             None => Err(AppError::Run("a run did not finish".into())),
@@ -327,6 +356,19 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
             );
         }
     }
+    {
+        use std::fmt::Write;
+        for c in &cells {
+            let stats: Vec<_> = c.runs.iter().filter_map(|r| r.contour.as_ref()).collect();
+            if let Some(line) = contour_stats::describe(&stats) {
+                let _ = writeln!(
+                    table,
+                    "{} / {} ({:?} field): {line}",
+                    c.dataset, c.sampler, a.field
+                );
+            }
+        }
+    }
     print!("{table}");
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(if a.table {
@@ -359,6 +401,7 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     let summary = serde_json::json!({
         "wall_seconds": wall,
         "noise": noise,
+        "field": a.field.field(),
         "cells": cells,
         "rmse": cells.first().map(|c| c.rmse.0),
         "nll": cells.first().map(|c| c.nll.0),

@@ -7,8 +7,13 @@
 //! precision; prior
 //! precision `N * 1e-4` (L2 1e-4 on the mean loss); batch 50 (shuffled each epoch, the last
 //! partial batch dropped); 5000 epochs; lr 5e-6 at full-data scale; temperature tau (SGD and
-//! M-SGD run at 0); contour samplers partition the stochastic energy from 0 in bins of 100 with
-//! the dataset's zeta. Prediction: the mean over 50 models taken evenly over the second half of
+//! M-SGD run at 0); contour samplers partition the stochastic energy from 0 into 1000 bins of
+//! 100 (the paper gives `du` only; 1000 bins cover every dataset's energies after warm-up) with
+//! the dataset's zeta, a uniform initial `theta`, `omega_k = min(0.01, 1 / (k^0.6 + 100))` and
+//! the power field of eq. 9 unless [`UciRun::field`] says otherwise. With that field `theta`
+//! moves by `omega theta[J]^zeta` per step: at Yacht's `zeta = 2.5` the multiplier can move by
+//! about 1e-4 over a run, at Wine's `zeta = 10` by about 1e-25, so there CSGLD is SGLD (see
+//! [`ContourStats`]). Prediction: the mean over 50 models taken evenly over the second half of
 //! the run, importance-weighted for contour samplers (each model's weight is that of the step
 //! it was taken before). RMSE is in original units. The test NLL uses a Gaussian predictive
 //! with the models' spread plus a plug-in noise variance, the mean squared training residual of
@@ -41,6 +46,7 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, SgmcmcConfig};
 use sgmcmc_samplers::target::Target;
 
+use super::contour_stats::ContourStats;
 use crate::error::AppError;
 use crate::net_runner::{NetRunner, NetSpec, seeded};
 
@@ -111,6 +117,8 @@ pub struct UciRun {
     pub zeta: f64,
     /// Contour bin width on the stochastic energy.
     pub du: f64,
+    /// Contour stochastic-approximation field for `theta`.
+    pub field: RandomField,
     /// Models averaged.
     pub models: usize,
     /// Seed (initialisation, minibatches, noise).
@@ -133,6 +141,7 @@ impl UciRun {
             temperature,
             zeta,
             du: 100.0,
+            field: RandomField::Power,
             models: 50,
             seed,
             standardize_target: false,
@@ -157,6 +166,8 @@ pub struct UciResult {
     /// With learned noise: the weighted mean over the collected models of the sampled noise sd
     /// `lambda^-1/2`, in original units.
     pub noise_sd: Option<f64>,
+    /// Contour samplers: bins visited, multiplier range, effective number of models.
+    pub contour: Option<ContourStats>,
 }
 
 fn runner<M, T>(run: &UciRun, ens: ModuleEnsemble<M, T>) -> Result<NetRunner<M, T>, AppError>
@@ -183,7 +194,7 @@ where
         NetSpec::Contour(ContourConfig::new(
             base,
             EnergyPartition::new(0.0, run.du, 1000)?,
-            RandomField::Power,
+            run.field,
             run.zeta,
         ))
     } else {
@@ -284,6 +295,7 @@ where
     // Learned noise: the mixture predictive and the weighted sum of the sampled noise sds.
     let mut mixture = MixtureNll::new(data.y_test_raw.clone());
     let mut sd_sum = 0.0;
+    let mut stats = sampler.psi_reach(total).map(ContourStats::new);
     let mut k = 0u64;
     for _ in 0..run.epochs {
         // Fisher-Yates shuffle of the training rows.
@@ -300,7 +312,14 @@ where
             let take = k >= burn && (k - burn).is_multiple_of(every);
             let model = take.then(|| sampler.modules()[0].clone());
             // The importance weight of the pre-move point, the model just taken.
-            let w = sampler.step(&batch)?.weights[0];
+            let report = sampler.step(&batch)?;
+            let w = report.weights[0];
+            if let Some(s) = stats.as_mut() {
+                s.step(report, k >= burn);
+                if model.is_some() {
+                    s.model(w);
+                }
+            }
             if let Some(m) = model {
                 let pt = to_vec(m.forward(x_test.clone()))?;
                 let pr = to_vec(m.forward(x_train.clone()))?;
@@ -355,6 +374,7 @@ where
         wall_seconds: start.elapsed().as_secs_f64(),
         error: None,
         noise_sd: learned.then(|| sd_sum / wsum),
+        contour: stats.map(|s| s.finish(sampler.theta())),
     })
 }
 

@@ -228,6 +228,24 @@ impl ContourTheta {
         self.zeta * (a + offset * (b - a))
     }
 
+    /// A bound on the relative change of any entry of `theta` per unit `omega` at the current
+    /// `theta`: `max_j theta[j]^(zeta - 1)` (power), 1 (interacting), `1 / min_j theta[j]`
+    /// (cumulative). With the power field it can be tiny: a uniform `theta` over 1000 bins at
+    /// `zeta = 10` gives `1e-27`, and `theta` cannot move.
+    pub fn field_scale(&self) -> f64 {
+        let (lo, hi) = self
+            .theta
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
+                (lo.min(t), hi.max(t))
+            });
+        match self.field {
+            RandomField::Power => hi.powf(self.zeta - 1.0).max(lo.powf(self.zeta - 1.0)),
+            RandomField::Interacting => 1.0,
+            RandomField::Cumulative => 1.0 / lo,
+        }
+    }
+
     /// Whether the multiplier is clipped.
     pub fn clipped(&self) -> bool {
         self.clip.is_some()
@@ -280,6 +298,45 @@ mod tests {
 
     fn theta(field: RandomField, init: ThetaInit) -> ContourTheta {
         ContourTheta::new(7, field, 0.75, &init, MultiplierScheme::Backward, None).unwrap()
+    }
+
+    #[test]
+    fn the_power_field_stalls_at_a_large_zeta_from_a_uniform_theta() {
+        // Uniform theta over 1000 bins: the power field's coefficient is (1e-3)^zeta, 1e-30 at
+        // zeta = 10 (a relative rate of 1e-27), and 10,000 updates of omega = 0.01 leave every
+        // entry where it was; the interacting field's is 1e-3 at any zeta (relative rate 1), and
+        // the same updates move theta.
+        let make = |field| {
+            ContourTheta::new(
+                1000,
+                field,
+                10.0,
+                &ThetaInit::Uniform,
+                MultiplierScheme::Backward,
+                None,
+            )
+            .unwrap()
+        };
+        let mut power = make(RandomField::Power);
+        let mut inter = make(RandomField::Interacting);
+        assert!((power.field_scale() / 1e-27 - 1.0).abs() < 1e-9);
+        assert_eq!(inter.field_scale(), 1.0);
+        let start = power.theta().to_vec();
+        for k in 0..10_000 {
+            power.update(0.01, &[5 + k % 3]);
+            inter.update(0.01, &[5 + k % 3]);
+        }
+        // Unchanged but for the rounding of the renormalisation.
+        let drift = power
+            .theta()
+            .iter()
+            .zip(&start)
+            .map(|(a, b)| (a / b - 1.0).abs())
+            .fold(0.0, f64::max);
+        assert!(drift < 1e-12, "theta moved by {drift}");
+        assert!((power.multiplier(6, 1.0, 100.0) - 1.0).abs() < 1e-12);
+        assert!(inter.theta()[5] > 0.1, "{}", inter.theta()[5]);
+        assert!(inter.multiplier(6, 1.0, 100.0) != 1.0);
     }
 
     #[test]

@@ -150,6 +150,22 @@ impl<E: Ensemble> Contour<E> {
         &self.driver.ensemble
     }
 
+    /// To first order, how far the gradient multiplier can move from its current value over
+    /// the next `steps` updates: `|psi - psi_0| <= 2 zeta tau / du * sum_k omega_k * s`, with
+    /// `s` the relative rate of [`ContourTheta::field_scale`] (`psi` differences two `ln
+    /// theta`). Far below 1 (the power field at a large `zeta` from a spread-out `theta`),
+    /// `theta` stays where it started, `psi` stays at its start (1 from a uniform `theta`), the
+    /// weights stay equal, and the sampler moves as its base kernel.
+    pub fn multiplier_reach(&self, steps: u64) -> f64 {
+        // Step k updates theta with omega_k (k >= 1; step 0 only places the chains in bins).
+        let k0 = self.driver.step;
+        let omega: f64 = (k0.max(1)..k0 + steps)
+            .map(|k| self.config.omega.omega(k))
+            .sum();
+        let tau = self.config.base.step_size(k0).0.temperature;
+        2.0 * self.config.zeta * tau / self.config.partition.du * omega * self.theta.field_scale()
+    }
+
     /// The configuration.
     pub fn config(&self) -> &ContourConfig {
         &self.config
