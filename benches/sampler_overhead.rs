@@ -14,7 +14,7 @@ use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor};
 use sgmcmc::models::mlp::MlpPosterior;
 use sgmcmc::models::posterior::Batch;
-use sgmcmc::models::{Activation, Likelihood, MlpConfig, Network, Posterior, Scale, Targets};
+use sgmcmc::models::{Likelihood, Network, Posterior, Scale, Targets};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
@@ -106,12 +106,7 @@ fn closed_form(c: &mut Criterion) {
     g.bench_function("mlp13-50-1_b50/sgld", |b| {
         b.iter(|| s.step(&plain).unwrap().energies[0])
     });
-    let digits = MlpConfig {
-        inputs: 64,
-        hidden: vec![100],
-        outputs: 10,
-        activation: Activation::Tanh,
-    };
+    let digits = sgmcmc::apps::digits::network(100);
     let post = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale::from_weight_decay(1437, 1e-4),

@@ -350,13 +350,7 @@ fn digits_step<'a, T>(
 where
     T: Target<Mlp, Batch = Batch<Tensor<2>>> + 'a,
 {
-    let mlp = MlpConfig {
-        inputs: 64,
-        hidden: vec![100],
-        outputs: 10,
-        activation: Activation::Tanh,
-    };
-    let ens = ModuleEnsemble::new(target, vec![mlp.init(device)], seed)?;
+    let ens = ModuleEnsemble::new(target, vec![crate::digits::network(100).init(device)], seed)?;
     let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-5, 1.0), ens)?;
     let mut bma = sgmcmc_models::metrics::Bma::default();
     let mut rng = ChainRng::new(3, seed);

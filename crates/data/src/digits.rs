@@ -255,12 +255,7 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sgmcmc-digits-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::test_dir::fresh as tmp;
 
     /// A row of 65 cells: pixels `p(0..64)`, then `label`.
     fn row(p: impl Fn(usize) -> u8, label: u8) -> String {

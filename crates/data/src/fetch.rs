@@ -308,12 +308,7 @@ pub(crate) mod tests {
         format!("http://{addr}")
     }
 
-    pub(crate) fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sgmcmc-fetch-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
+    pub(crate) use crate::test_dir::fresh as tmp;
 
     #[test]
     fn fetch_downloads_verifies_and_refuses_a_wrong_checksum() {

@@ -175,13 +175,7 @@ pub(crate) fn io_error(path: &Path, e: std::io::Error) -> DataError {
 mod tests {
     use super::*;
 
-    /// A fresh temporary folder for one test.
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("sgmcmc-idx-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&d);
-        fs::create_dir_all(&d).unwrap();
-        d
-    }
+    use crate::test_dir::fresh as tmp;
 
     #[test]
     fn idx_round_trips_plain_and_gzip_detected_by_magic() {

@@ -11,6 +11,8 @@ pub mod fetch_mnist;
 pub mod idx;
 pub mod mnist;
 mod splitmix;
+#[cfg(test)]
+mod test_dir;
 pub mod uci;
 
 pub use digits::Digits;

@@ -337,25 +337,7 @@ pub fn write_synthetic(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A fresh temporary folder, removed on drop.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(name: &str) -> Self {
-            let d =
-                std::env::temp_dir().join(format!("sgmcmc-mnist-{}-{name}", std::process::id()));
-            let _ = fs::remove_dir_all(&d);
-            fs::create_dir_all(&d).unwrap();
-            Self(d)
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_dir::TempDir;
 
     /// A 2x2 set of 6 images: image i has pixels all equal to 40 i, labels as given.
     fn small(labels: &[u8]) -> ImageSet {

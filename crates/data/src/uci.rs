@@ -463,38 +463,12 @@ fn write_file(path: &Path, text: &str) -> Result<(), DataError> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use super::*;
-
-    /// A fresh temporary folder, removed on drop.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new(tag: &str) -> Self {
-            static COUNTER: AtomicUsize = AtomicUsize::new(0);
-            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path =
-                std::env::temp_dir().join(format!("sgmcmc-uci-{tag}-{}-{n}", std::process::id()));
-            let _ = fs::remove_dir_all(&path);
-            fs::create_dir_all(&path).expect("create temp dir");
-            Self(path)
-        }
-
-        fn write(&self, name: &str, text: &str) {
-            fs::write(self.0.join(name), text).expect("write temp file");
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_dir::TempDir;
 
     /// 6 rows, 3 columns (features 0 and 2, target 1), two splits.
     fn good(tag: &str) -> TempDir {
-        let d = TempDir::new(tag);
+        let d = TempDir::new(&format!("uci-{tag}"));
         d.write(
             "data.txt",
             "1 10 0.5\n2 20 0.25\n\n   \n3 35 0.125\n4 41 1\n5 50 2\n6 66 3\n",

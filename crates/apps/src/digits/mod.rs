@@ -23,7 +23,7 @@ use crate::device::DeviceChoice;
 use crate::error::AppError;
 
 pub(crate) use run::predict;
-pub use run::{DigitsConfig, DigitsSummary, run_digits};
+pub use run::{DigitsConfig, DigitsSummary, network, run_digits};
 
 /// Options of `sgmcmc digits`.
 #[derive(Debug, Args)]

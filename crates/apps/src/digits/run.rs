@@ -26,6 +26,16 @@ use crate::{plot, progress};
 /// Classes of the digits task.
 const CLASSES: usize = 10;
 
+/// The task's network: 64 pixels, one tanh layer of `hidden` units (BlackJAX's 100), 10 classes.
+pub fn network(hidden: usize) -> MlpConfig {
+    MlpConfig {
+        inputs: Digits::FEATURES,
+        hidden: vec![hidden],
+        outputs: CLASSES,
+        activation: Activation::Tanh,
+    }
+}
+
 /// The settings of one run.
 #[derive(Clone, Debug, Serialize)]
 pub struct DigitsConfig {
@@ -201,12 +211,7 @@ pub fn run_digits(
         )));
     }
     let (train_set, test_set) = (Set::new(&train, device), Set::new(&test, device));
-    let mlp = MlpConfig {
-        inputs: Digits::FEATURES,
-        hidden: vec![config.hidden],
-        outputs: CLASSES,
-        activation: Activation::Tanh,
-    };
+    let mlp = network(config.hidden);
     let target = MlpPosterior::new(Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale {
