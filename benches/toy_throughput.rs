@@ -7,8 +7,8 @@ use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::target::particles::Particles;
-use sgmcmc::samplers::target::toy::by_name;
+use sgmcmc::samplers::density::particles::Particles;
+use sgmcmc::samplers::density::toy::by_name;
 use std::time::Duration;
 
 const STEPS: u64 = 100;

@@ -10,7 +10,7 @@ use sgmcmc::samplers::control::{EnergyPartition, RandomField, SaStepSize};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::target::toy::{by_name, energy_bins::energy_bin_masses, quadrature};
+use sgmcmc::samplers::density::toy::{by_name, energy_bins::energy_bin_masses, quadrature};
 
 fn config(u_min: f64) -> ContourConfig {
     let mut c = ContourConfig::new(

@@ -136,7 +136,7 @@ fn bad_config_files_are_input_errors() {
     let sghmc = dir.join("sghmc.toml");
     std::fs::write(
         &sghmc,
-        "sampler = \"sghmc\"\nlr = 0.01\nnoise_estimate = 1000.0\n",
+        "[sampler]\nname = \"sghmc\"\nlr = 0.01\nnoise_estimate = 1000.0\n",
     )
     .unwrap();
     fails_with(

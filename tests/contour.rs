@@ -9,7 +9,7 @@ use sgmcmc::samplers::control::{
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::target::toy::{by_name, quadrature};
+use sgmcmc::samplers::density::toy::{by_name, quadrature};
 
 fn csgld(
     field: RandomField,

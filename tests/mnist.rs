@@ -110,7 +110,7 @@ fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
         };
         let half = execute(&config, &data, &parts, flex, None, stop, true).unwrap();
         assert_eq!(half.epochs_done, 2);
-        let c = read_checkpoint(&parts).unwrap();
+        let (_, c) = read_checkpoint(&parts).unwrap();
         let b = execute(&config, &data, &parts, flex, Some(c), Stop::default(), true).unwrap();
         assert_eq!(
             a.steps, b.steps,
@@ -119,8 +119,8 @@ fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
         assert_eq!(a.evals, b.evals, "{sampler}: evaluations");
         assert_eq!(a.averages, b.averages, "{sampler}: model averages");
         let (ca, cb) = (
-            read_checkpoint(&whole).unwrap(),
-            read_checkpoint(&parts).unwrap(),
+            read_checkpoint(&whole).unwrap().1,
+            read_checkpoint(&parts).unwrap().1,
         );
         assert_eq!(
             ca.sampler, cb.sampler,

@@ -6,7 +6,7 @@ use sgmcmc::samplers::diagnostics::split_rhat;
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::target::toy::{by_name, quadrature};
+use sgmcmc::samplers::density::toy::{by_name, quadrature};
 
 #[test]
 fn sgld_mode_masses_on_a_low_barrier_two_mode_target() {

@@ -9,7 +9,7 @@ use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::rng::ChainRng;
 use sgmcmc::samplers::sampler::{ReplicaConfig, ReplicaExchange, SwapRule};
-use sgmcmc::samplers::target::toy::{Noise, by_name};
+use sgmcmc::samplers::density::toy::{Noise, by_name};
 
 /// Weighted mode masses of the rung-0 samples of a toy run, and the run's swap rate.
 fn masses(cfg: &ToyConfig) -> (Vec<f64>, f64) {
@@ -78,7 +78,7 @@ fn exact_energies_and_f_1_sample_the_tempered_pair_exactly() {
     // error of about 0.004 on the left mode's mass.
     let (m, se) = first_mode("resgld-1", 8, |c| {
         c.energy_noise = Some(Noise::NONE);
-        c.lr = 0.005;
+        c.sampler.lr = 0.005;
         c.iters = 400_000;
     });
     println!("exact energies: left mode {m:.4} +- {se:.4} (exact 0.4)");
@@ -114,7 +114,7 @@ fn deo_star_round_trips_beat_deo() {
     );
     // Rung-0 samples are closer to the exact mode masses with W*.
     let exact =
-        sgmcmc::samplers::target::toy::quadrature::mode_masses(star.target.potential(), 1.0, 1000)
+        sgmcmc::samplers::density::toy::quadrature::mode_masses(star.target.potential(), 1.0, 1000)
             .unwrap();
     let l1 = |o: &sgmcmc::apps::toy::ToyOutcome| -> f64 {
         let m = o.modes.as_ref().unwrap().point_masses();
@@ -172,6 +172,7 @@ fn bad_settings_are_clear_errors() {
         },
         scheme,
         rule,
+        refresh: None,
     };
     let deterministic = |s: f64| SwapRule::Deterministic {
         buffer: 1.0,

@@ -8,8 +8,8 @@ use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::target::particles::Particles;
-use sgmcmc::samplers::target::toy::by_name;
+use sgmcmc::samplers::density::particles::Particles;
+use sgmcmc::samplers::density::toy::by_name;
 
 fn configs() -> Vec<SgmcmcConfig> {
     vec![
@@ -114,7 +114,7 @@ fn network_chains_are_bit_identical_on_cpu_backends() {
         // flaky: over 3,000 seeded starts, 8 went uphill over these 60 pSGLD steps (none for SGLD
         // or SGHMC in 200). pSGLD starts from V = 0, so a weight with a small gradient gets a large
         // preconditioner 1/(lambda + sqrt V) and a large noise kick, as the method prescribes.
-        let model = sgmcmc::apps::net_runner::seeded(&ad, 0, || {
+        let model = sgmcmc::engine::init::seeded(&ad, 0, || {
             MlpConfig {
                 inputs: 13,
                 hidden: vec![50],

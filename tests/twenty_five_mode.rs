@@ -10,7 +10,7 @@
 //! for means, with the margins printed.
 
 use sgmcmc::apps::toy::{preset, run_toy};
-use sgmcmc::samplers::target::toy::{by_name, quadrature};
+use sgmcmc::samplers::density::toy::{by_name, quadrature};
 
 fn mean_l1(name: &str, seeds: u64, exact: &[f64]) -> f64 {
     (1..=seeds)

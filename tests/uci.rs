@@ -30,8 +30,8 @@ fn the_protocol_learns_a_synthetic_regression_on_every_device() {
         for sampler in ["sgld", "csgld"] {
             let mut run = UciRun::paper(sampler, 1.0, 1.0, 1);
             run.epochs = (200.0 * scale) as usize;
-            run.lr = 5e-4;
-            let r = run_split(&run, &split, &device.clone().autodiff()).unwrap();
+            run.sampler.lr = 5e-4;
+            let r = run_split(&run, &split, &device.clone().autodiff(), None).unwrap();
             println!(
                 "{choice} {sampler}: test RMSE {:.3} (target sd {sd:.3}), NLL {:.3}",
                 r.rmse, r.nll
@@ -68,7 +68,7 @@ fn energy_split_0_with_sgld_beats_the_mean_predictor() {
     let device = common::devices()[0].1.clone().autodiff();
     let mut run = UciRun::paper("sgld", 1.0, 1.0, 1);
     run.epochs = 100;
-    let r = run_split(&run, &split, &device).unwrap();
+    let r = run_split(&run, &split, &device, None).unwrap();
     println!(
         "energy split 0, SGLD, 100 epochs: RMSE {:.3} (target sd {sd:.2})",
         r.rmse
@@ -93,11 +93,11 @@ fn contour_fields_agree_at_zeta_1_and_the_power_field_freezes_at_zeta_10() {
     let run = |sampler: &str, field: RandomField, zeta: f64| {
         let mut run = UciRun::paper(sampler, 1.0, zeta, 3);
         run.epochs = 60;
-        run.lr = 5e-4;
+        run.sampler.lr = 5e-4;
         // Bins of 2 energy units: this small problem's stochastic energy spans several.
-        run.du = 2.0;
-        run.field = field;
-        run_split(&run, &split, &device).unwrap()
+        run.sampler.contour.du = 2.0;
+        run.sampler.contour.field = Some(field);
+        run_split(&run, &split, &device, None).unwrap()
     };
     let sgld = run("sgld", RandomField::Power, 10.0);
     assert!(sgld.contour.is_none());

@@ -3,7 +3,7 @@
 //! `sgmcmc vr-resgld` runs the thesis' N = 1e5 setting.
 
 use sgmcmc::apps::vr::{VrConfig, VrOutcome, data, exact_low_mode_mass, run};
-use sgmcmc::samplers::target::data_mixture::MixtureData;
+use sgmcmc::samplers::density::data_mixture::MixtureData;
 
 fn config(period: Option<u64>, correction: f64, iters: u64, lr: f64) -> VrConfig {
     VrConfig {

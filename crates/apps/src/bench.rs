@@ -31,9 +31,9 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
     Contour, ContourConfig, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc, SgmcmcConfig, SwapRule,
 };
-use sgmcmc_samplers::target::Target;
-use sgmcmc_samplers::target::particles::Particles;
-use sgmcmc_samplers::target::toy::by_name;
+use sgmcmc_samplers::density::Target;
+use sgmcmc_samplers::density::particles::Particles;
+use sgmcmc_samplers::density::toy::by_name;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
@@ -168,6 +168,7 @@ fn resgld2() -> Result<ReplicaConfig, AppError> {
             smoothing: Smoothing::RunningMean,
             cooling: 0,
         },
+        refresh: None,
     })
 }
 

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::demo;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
+use crate::overrides::{apply_sets, merge_toml};
 use crate::toy::{self, ToyConfig};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
@@ -104,6 +105,10 @@ pub struct ToyArgs {
     /// Temperature.
     #[arg(long)]
     pub temperature: Option<f64>,
+    /// Any sampler setting, `KEY=VALUE` (repeatable): `momentum=0.95`, `contour.zeta=0.9`,
+    /// `replica.temperatures=[1.0, 10.0]` (the fields of `[sampler]` in config.toml).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// Burn-in steps.
     #[arg(long)]
     pub burn_in: Option<u64>,
@@ -173,44 +178,26 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
     if let Some(path) = &a.config {
         let text = std::fs::read_to_string(path)
             .map_err(|e| AppError::Input(format!("cannot read config {}: {e}", path.display())))?;
-        cfg = merge_toml(&cfg, &text).map_err(|e| {
-            AppError::Input(format!(
-                "malformed config {}: {}",
-                path.display(),
-                e.replace('\n', " ")
-            ))
-        })?;
+        cfg = merge_toml(&cfg, &text, &format!("config {}", path.display()))?;
     }
     macro_rules! set {
         ($($field:ident),*) => { $( if let Some(v) = &a.$field { cfg.$field = v.clone(); } )* };
     }
-    set!(
-        target,
-        sampler,
-        chains,
-        iters,
-        seed,
-        device,
-        lr,
-        temperature,
-        thin
-    );
+    set!(target, chains, iters, seed, device, thin);
     if let Some(b) = a.burn_in {
         cfg.burn_in = Some(b);
     }
-    Ok(cfg)
-}
-
-/// Overlays the keys of a TOML document on `base` (unknown keys are errors).
-fn merge_toml(base: &ToyConfig, text: &str) -> Result<ToyConfig, String> {
-    let overlay: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
-    let mut merged = toml::Table::try_from(base).map_err(|e| e.to_string())?;
-    for (k, v) in overlay {
-        merged.insert(k, v);
+    if let Some(s) = &a.sampler {
+        cfg.sampler.name = s.clone();
     }
-    merged
-        .try_into()
-        .map_err(|e: toml::de::Error| e.to_string())
+    if let Some(v) = a.lr {
+        cfg.sampler.lr = v;
+    }
+    if let Some(v) = a.temperature {
+        cfg.sampler.temperature = v;
+    }
+    cfg.sampler = apply_sets(&cfg.sampler, &a.set)?;
+    Ok(cfg)
 }
 
 fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
@@ -229,7 +216,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             "runs/toy-{}-{}-s{}",
-            cfg.target, cfg.sampler, cfg.seed
+            cfg.target, cfg.sampler.name, cfg.seed
         ))
     });
     let outcome = toy::run_toy(&cfg, !a.quiet)?;
@@ -237,7 +224,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;
     println!(
         "{} on {}: {} chains x {} iters in {:.2} s ({:.0} chain-steps/s)",
-        cfg.sampler,
+        cfg.sampler.name,
         cfg.target,
         cfg.chains,
         cfg.iters,
@@ -269,12 +256,12 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
 
 fn print_list() {
     println!("targets:");
-    for (n, d) in sgmcmc_samplers::target::toy::TARGET_NAMES {
+    for (n, d) in sgmcmc_samplers::density::toy::TARGET_NAMES {
         println!("  {n:<18} {d}");
     }
     println!("samplers:");
-    for (n, d) in toy::SAMPLER_NAMES {
-        println!("  {n:<18} {d}");
+    for e in sgmcmc_samplers::registry::ENTRIES {
+        println!("  {:<18} {}", e.name, e.about);
     }
     println!("presets:");
     for (n, d) in toy::PRESET_NAMES {

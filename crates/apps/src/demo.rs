@@ -39,7 +39,7 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
         };
         let outcome = run_toy(&cfg, !a.quiet)?;
         let summary = summarize(&cfg, &outcome)?;
-        write_outputs(&a.out.join(&cfg.sampler), &cfg, &outcome, &summary)?;
+        write_outputs(&a.out.join(&cfg.sampler.name), &cfg, &outcome, &summary)?;
         runs.push(summary);
     }
     let labels = runs[0].mode_labels.clone().unwrap_or_default();

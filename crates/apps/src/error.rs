@@ -36,6 +36,19 @@ impl From<SamplerError> for AppError {
     }
 }
 
+impl From<sgmcmc_engine::RunError> for AppError {
+    fn from(e: sgmcmc_engine::RunError) -> Self {
+        use sgmcmc_engine::RunError as R;
+        match e {
+            R::Sampler(e) => e.into(),
+            R::Io { action, .. } if action.starts_with("cannot read") => Self::Input(e.to_string()),
+            R::Malformed { .. } | R::Batch(_) => Self::Input(e.to_string()),
+            R::Setting(_) => Self::Usage(e.to_string()),
+            R::Diverged { .. } | R::Io { .. } | R::Observer(_) => Self::Run(e.to_string()),
+        }
+    }
+}
+
 impl From<TargetError> for AppError {
     fn from(e: TargetError) -> Self {
         Self::Usage(e.to_string())

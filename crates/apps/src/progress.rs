@@ -16,3 +16,12 @@ pub fn bar(total: u64, label: &str, show: bool) -> ProgressBar {
     pb.set_message(label.to_string());
     pb
 }
+
+/// An observer that moves `bar` about `updates` times over a run.
+pub fn report(
+    bar: &ProgressBar,
+    updates: u64,
+) -> sgmcmc_engine::observers::ProgressReport<impl FnMut(u64, u64) + '_> {
+    sgmcmc_engine::observers::ProgressReport::new(move |done, _total| bar.set_position(done))
+        .updates(updates)
+}

@@ -25,8 +25,8 @@ use sgmcmc_samplers::diagnostics::ess;
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{ReplicaConfig, ReplicaExchange, SwapRule};
-use sgmcmc_samplers::target::data_mixture::MixtureData;
+use sgmcmc_samplers::sampler::{Sampler, ReplicaConfig, ReplicaExchange, SwapRule};
+use sgmcmc_samplers::density::data_mixture::MixtureData;
 
 use crate::error::AppError;
 
@@ -105,6 +105,7 @@ pub fn run(cfg: &VrConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
             smoothing: Smoothing::RunningMean,
             cooling: 0,
         },
+        refresh: None,
     };
     let ens = HostEnsemble::new(data.clone(), &[vec![30.0], vec![-10.0]], cfg.seed)?;
     let mut re = ReplicaExchange::new(rc, ens, cfg.seed)?;

@@ -1,8 +1,10 @@
-//! Dataset readers for sgmcmc: UCI regression benchmark layout, MNIST / Fashion-MNIST IDX,
-//! Mushroom, CIFAR binary batches, the handwritten digits (UCI optdigits), and synthetic
-//! generators. Readers validate what they read and return typed errors; a data directory
-//! is passed in (CLI `--data-dir`, env `SGMCMC_DATA_DIR`).
+//! Dataset readers for sgmcmc: UCI regression benchmark layout, MNIST / Fashion-MNIST IDX, the
+//! handwritten digits (UCI optdigits), and synthetic generators. Readers validate what they
+//! read and return typed errors; a data directory is passed in (CLI `--data-dir`, env
+//! `SGMCMC_DATA_DIR`). [`datasets`] offers every reader's data as a burn `Dataset` with a
+//! batcher.
 
+pub mod datasets;
 pub mod digits;
 pub mod error;
 pub mod fetch;

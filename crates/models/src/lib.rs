@@ -1,5 +1,7 @@
-//! Networks, likelihoods and priors, and the [`Posterior`] that turns them into a sampler
-//! [`Target`](sgmcmc_samplers::target::Target).
+//! Networks, likelihoods and priors, and the posteriors that turn them into a sampler
+//! [`Target`](sgmcmc_samplers::density::Target): [`ModelPosterior`] for any burn module with a
+//! likelihood closure ([`nll_fn`]) and a [`Prior`], and [`Posterior`] for the built-in
+//! networks and likelihoods.
 //!
 //! Scaling (ALGORITHMS.md): the posterior energy is the *sum* energy
 //! `U(theta) = prior_precision / 2 |theta|^2 - sum_i log p(y_i | x_i, theta)`, estimated on a
@@ -17,7 +19,9 @@ pub use likelihood::Targets;
 pub mod metrics;
 pub mod mixture_nll;
 pub mod mlp;
+pub mod model_posterior;
 pub mod network;
+pub mod nll;
 pub mod noise;
 pub mod posterior;
 pub mod prior;
@@ -26,7 +30,10 @@ pub mod resnet;
 pub use cnn::{Cnn, CnnConfig};
 pub use likelihood::Likelihood;
 pub use mlp::{Activation, Mlp, MlpConfig};
+pub use model_posterior::ModelPosterior;
 pub use network::Network;
+pub use nll::{BatchNll, NegLogLik, nll_fn};
 pub use noise::WithNoise;
 pub use posterior::{Batch, Posterior, Scale};
+pub use prior::{Gaussian, GroupedGaussian, Laplace, Prior};
 pub use resnet::{ResNet, ResNetConfig};

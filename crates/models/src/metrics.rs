@@ -5,78 +5,7 @@
 //! predictions (`sum w_s p_s / sum w_s`; weights 1 for plain samplers, `theta[J]^zeta` for
 //! contour samplers).
 
-/// Streaming weighted average of per-model prediction vectors, kept in the log domain:
-/// contour weights `theta[J]^zeta` with `zeta = 3e4` span thousands of orders of magnitude, so
-/// the sum is stored as `exp(max_log_w) * sum_s exp(log_w_s - max_log_w) p_s` and rescaled
-/// whenever a larger weight arrives. Serialisable, for checkpoints.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Bma {
-    sum: Vec<f64>,
-    /// `sum exp(log_w - max)`.
-    weight: f64,
-    /// `sum exp(2 (log_w - max))`, for the effective number of models.
-    weight_sq: f64,
-    max: Option<f64>,
-    models: usize,
-}
-
-impl Bma {
-    /// Adds one model's predictions with weight `w >= 0`.
-    pub fn add(&mut self, w: f64, prediction: &[f64]) {
-        self.add_log(w.ln(), prediction);
-    }
-
-    /// Adds one model's predictions with log weight `log_w` (`-inf` adds nothing but a count).
-    pub fn add_log(&mut self, log_w: f64, prediction: &[f64]) {
-        if self.sum.is_empty() {
-            self.sum = vec![0.0; prediction.len()];
-        }
-        self.models += 1;
-        if log_w.is_nan() || log_w == f64::NEG_INFINITY {
-            return;
-        }
-        let max = match self.max {
-            Some(m) if m >= log_w => m,
-            Some(m) => {
-                let r = (m - log_w).exp();
-                self.sum.iter_mut().for_each(|s| *s *= r);
-                self.weight *= r;
-                self.weight_sq *= r * r;
-                self.max = Some(log_w);
-                log_w
-            }
-            None => {
-                self.max = Some(log_w);
-                log_w
-            }
-        };
-        let w = (log_w - max).exp();
-        for (s, p) in self.sum.iter_mut().zip(prediction) {
-            *s += w * p;
-        }
-        self.weight += w;
-        self.weight_sq += w * w;
-    }
-
-    /// The weighted average (`None` before any model or with zero total weight).
-    pub fn mean(&self) -> Option<Vec<f64>> {
-        (self.weight > 0.0).then(|| self.sum.iter().map(|s| s / self.weight).collect())
-    }
-
-    /// Models added.
-    pub fn models(&self) -> usize {
-        self.models
-    }
-
-    /// Kish's effective number of models `(sum w)^2 / sum w^2` (0 before any weight).
-    pub fn effective_models(&self) -> f64 {
-        if self.weight_sq > 0.0 {
-            self.weight * self.weight / self.weight_sq
-        } else {
-            0.0
-        }
-    }
-}
+pub use sgmcmc_samplers::collect::LogWeightedMean as Bma;
 
 /// Fraction of rows whose most probable class is the label.
 pub fn accuracy(probs: &[f64], k: usize, labels: &[usize]) -> f64 {

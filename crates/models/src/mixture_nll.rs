@@ -9,7 +9,7 @@
 use std::f64::consts::PI;
 
 /// Streaming mean negative log predictive density of a Gaussian mixture.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct MixtureNll {
     y: Vec<f64>,
     /// `ln sum_k w_k N(y_t; m_kt, sigma_k^2)` per test point.

@@ -6,7 +6,7 @@ use burn::tensor::Tensor;
 /// A burn module mapping a batch of inputs to `[batch, outputs]`.
 pub trait Network: Module {
     /// Input batch type (`Tensor<2>` features, `Tensor<4>` images).
-    type Input: Clone;
+    type Input: Clone + Send + Sync;
     /// The forward pass.
     fn forward(&self, x: Self::Input) -> Tensor<2>;
     /// The sampled log noise precision `s = ln lambda` (a one-element parameter), for models that

@@ -1,16 +1,17 @@
 //! The posterior of a network as a sampler target.
 
 use burn::module::{Param, ParamId};
-use burn::optim::GradientsParams;
-use burn::tensor::Tensor;
+use burn::tensor::{Int, Tensor};
 use sgmcmc_samplers::TargetError;
+use sgmcmc_samplers::density::{Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::target::{Estimate, Target};
 
 use crate::likelihood::{Likelihood, Targets};
+use crate::model_posterior::{energy, estimate_of};
 use crate::network::Network;
+use crate::nll::{BatchNll, NegLogLik};
 use crate::noise::gamma_prior_energy;
-use crate::prior::squared_norm;
+use crate::prior::Gaussian;
 
 /// Full-data scaling of a posterior.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,7 +32,9 @@ impl Scale {
     }
 }
 
-/// `U~(theta) = prior_precision / 2 |theta|^2 + (N / n) * NLL(batch)` for a network `M`.
+/// `U~(theta) = prior_precision / 2 |theta|^2 + (N / n) * NLL(batch)` for a network `M`: the
+/// [`ModelPosterior`](crate::ModelPosterior) of a built-in [`Likelihood`] and the isotropic
+/// [`Gaussian`] prior, by its scale.
 /// The model must live on an autodiff device (`device.autodiff()`).
 ///
 /// `|theta|^2` runs over the trainable parameters only (not BatchNorm running statistics; see
@@ -57,6 +60,26 @@ pub struct Batch<I> {
     pub y: Targets,
 }
 
+impl<const D: usize> From<(Tensor<D>, Tensor<1, Int>)> for Batch<Tensor<D>> {
+    /// Inputs with class labels (e.g. a classification batcher's output).
+    fn from((x, y): (Tensor<D>, Tensor<1, Int>)) -> Self {
+        Self {
+            x,
+            y: Targets::Class(y),
+        }
+    }
+}
+
+impl From<(Tensor<2>, Tensor<2>)> for Batch<Tensor<2>> {
+    /// Features with real targets `[n, outputs]` (e.g. a regression batcher's output).
+    fn from((x, y): (Tensor<2>, Tensor<2>)) -> Self {
+        Self {
+            x,
+            y: Targets::Real(y),
+        }
+    }
+}
+
 impl Posterior {
     /// The differentiable stochastic energy of `model` on `batch`.
     pub fn energy<M: Network>(
@@ -64,24 +87,49 @@ impl Posterior {
         model: &M,
         batch: &Batch<M::Input>,
     ) -> Result<Tensor<1>, TargetError> {
-        self.likelihood.validate()?;
+        energy(
+            &self.likelihood,
+            &self.prior(),
+            self.scale.n_data,
+            model,
+            batch,
+        )
+    }
+
+    /// The isotropic Gaussian prior of the scale.
+    pub fn prior(&self) -> Gaussian {
+        Gaussian {
+            precision: self.scale.prior_precision,
+        }
+    }
+}
+
+/// The data term of a network posterior: the built-in [`Likelihood`]s on a [`Network`]'s
+/// output, for batches of inputs and targets.
+impl<M: Network> NegLogLik<M> for Likelihood {
+    type Batch = Batch<M::Input>;
+
+    fn nll(&self, model: &M, batch: &Batch<M::Input>) -> Result<BatchNll, TargetError> {
+        self.validate()?;
         let noise = model.log_precision();
         let out = model.forward(batch.x.clone());
         let n = out.dims()[0];
-        let mut energy = self
-            .likelihood
-            .neg_log_lik_given(out, &batch.y, noise.map(Param::val))?
-            .mul_scalar(self.scale.n_data as f64 / n as f64);
-        if let (Likelihood::GaussianLearned { shape, rate }, Some(s)) = (self.likelihood, noise) {
-            energy = energy + gamma_prior_energy(s.val(), shape, rate);
-        }
-        let exclude: Vec<ParamId> = noise.map(|p| p.id).into_iter().collect();
-        Ok(match squared_norm(model, &exclude) {
-            Some(sq) if self.scale.prior_precision > 0.0 => {
-                energy + sq.mul_scalar(0.5 * self.scale.prior_precision)
+        let sum = self.neg_log_lik_given(out, &batch.y, noise.map(Param::val))?;
+        let owned_prior = match (self, noise) {
+            (Likelihood::GaussianLearned { shape, rate }, Some(s)) => {
+                Some(gamma_prior_energy(s.val(), *shape, *rate))
             }
-            _ => energy,
+            _ => None,
+        };
+        Ok(BatchNll {
+            sum,
+            n,
+            owned_prior,
         })
+    }
+
+    fn owned_params(&self, model: &M) -> Vec<ParamId> {
+        model.log_precision().map(|p| p.id).into_iter().collect()
     }
 }
 
@@ -98,13 +146,7 @@ impl<M: Network> Target<M> for Posterior {
         batch: &Self::Batch,
         _rngs: &mut [ChainRng],
     ) -> Result<Estimate, TargetError> {
-        let energy = self.energy(model, batch)?;
-        let value = f64::from(energy.clone().into_scalar::<f32>());
-        let grads = GradientsParams::from_grads(energy.backward(), model);
-        Ok(Estimate {
-            energies: vec![value],
-            grads,
-        })
+        Ok(estimate_of(model, self.energy(model, batch)?))
     }
 
     fn batch_energies(

@@ -1,11 +1,12 @@
-//! Isotropic Gaussian prior `precision / 2 |theta|^2` over the *trainable* float parameters.
+//! Priors over a module's *trainable* float parameters: the [`Prior`] trait, the isotropic
+//! [`Gaussian`] (weight decay), [`Laplace`] and a per-parameter-group [`GroupedGaussian`].
 //!
 //! burn's [`ModuleVisitor::visit_float`] also visits module state that is not a parameter:
 //! BatchNorm's running mean and variance are [`RunningState`](burn::module::RunningState)
 //! buffers, which burn 0.22 hands to visitors as float `Param`s (that is why `num_params`
 //! counts them). They get no gradient, so no sampler moves them, and a prior on them would only
-//! shift the energy by a data-dependent constant. The prior therefore sums exactly the
-//! parameters the gradients see:
+//! shift the energy by a data-dependent constant. Priors therefore sum exactly the parameters
+//! the gradients see:
 //!
 //! - on an autodiff device, the tensors that require gradients (running statistics are stored
 //!   detached; frozen parameters are left out too);
@@ -21,6 +22,96 @@ use std::collections::HashSet;
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::tensor::Tensor;
 
+/// A prior `p(theta)` over a module's trainable parameters, as its energy `-ln p(theta)` (up to
+/// a constant) at full-data scale.
+pub trait Prior<M: Module>: Sync {
+    /// The differentiable energy (a `[1]` tensor on the model's device), or `None` when it is
+    /// zero (a flat prior or no parameter). Parameters in `exclude` are left out.
+    fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>>;
+}
+
+/// The isotropic Gaussian `N(0, 1 / precision)` on every trainable parameter: energy
+/// `precision / 2 |theta|^2`. A weight decay `wd` on the mean loss over `N` points is
+/// `precision = N wd`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gaussian {
+    /// Precision at full-data scale (`>= 0`; 0 is a flat prior).
+    pub precision: f64,
+}
+
+impl<M: Module> Prior<M> for Gaussian {
+    fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
+        if self.precision == 0.0 {
+            return None;
+        }
+        squared_norm(model, exclude).map(|s| s.mul_scalar(0.5 * self.precision))
+    }
+}
+
+/// The Laplace prior with scale `b` on every trainable parameter: energy `sum |theta| / b`
+/// (the gradient is `sign(theta) / b`, 0 at 0).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Laplace {
+    /// Scale `b > 0`.
+    pub scale: f64,
+}
+
+impl<M: Module> Prior<M> for Laplace {
+    fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
+        sum_impl(model, exclude, false, |_| Some((Norm::Abs, 1.0)))
+            .map(|s| s.mul_scalar(1.0 / self.scale))
+    }
+}
+
+/// A Gaussian with its own precision per group of parameters, chosen by the parameter's path
+/// in the module (`"layers.0.weight"`, `"layers.1.bias"`: field names and vector indices joined
+/// by dots): the first group whose pattern the path starts with, or ends with when the pattern
+/// starts with `*` (`"*bias"`), else `default`. E.g. no decay on biases:
+/// `GroupedGaussian::new(25.0).group("*bias", 0.0)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupedGaussian {
+    /// `(pattern, precision)` in order of precedence.
+    pub groups: Vec<(String, f64)>,
+    /// Precision of parameters in no group.
+    pub default: f64,
+}
+
+impl GroupedGaussian {
+    /// Every parameter at `default`.
+    pub fn new(default: f64) -> Self {
+        Self {
+            groups: Vec::new(),
+            default,
+        }
+    }
+
+    /// Parameters matching `pattern` at `precision`.
+    pub fn group(mut self, pattern: &str, precision: f64) -> Self {
+        self.groups.push((pattern.to_string(), precision));
+        self
+    }
+
+    /// The precision of the parameter at `path`.
+    pub fn precision_of(&self, path: &str) -> f64 {
+        self.groups
+            .iter()
+            .find(|(p, _)| match p.strip_prefix('*') {
+                Some(suffix) => path.ends_with(suffix),
+                None => path.starts_with(p.as_str()),
+            })
+            .map_or(self.default, |(_, v)| *v)
+    }
+}
+
+impl<M: Module> Prior<M> for GroupedGaussian {
+    fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
+        sum_over(model, exclude, |path| {
+            let precision = self.precision_of(path);
+            (precision != 0.0).then_some((Norm::Squared, 0.5 * precision))
+        })
+    }
+}
+
 /// Which parameters to sum.
 enum Filter {
     /// Tensors that require gradients (autodiff device).
@@ -29,15 +120,39 @@ enum Filter {
     Ids(HashSet<ParamId>),
 }
 
-struct SquaredNorm<'a> {
+/// The per-parameter sum a prior adds up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Norm {
+    /// `sum theta^2`.
+    Squared,
+    /// `sum |theta|`.
+    Abs,
+}
+
+/// `term(path)`: which sum of the parameter at `path` to add, with what factor (`None`: skip).
+type Term<'a> = dyn FnMut(&str) -> Option<(Norm, f64)> + 'a;
+
+struct Sum<'a, 'b> {
     filter: Filter,
     exclude: &'a [ParamId],
+    term: &'a mut Term<'b>,
+    path: Vec<String>,
+    /// Whether `term` reads paths (else they are not built).
+    paths: bool,
     total: Option<Tensor<1>>,
     /// A tensor without autodiff was seen (under [`Filter::RequireGrad`]): the sum is void.
     plain: bool,
 }
 
-impl ModuleVisitor for SquaredNorm<'_> {
+impl ModuleVisitor for Sum<'_, '_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
         if self.plain || self.exclude.contains(&param.id) {
             return;
@@ -54,7 +169,23 @@ impl ModuleVisitor for SquaredNorm<'_> {
         if !keep {
             return;
         }
-        let s = value.powi_scalar(2).sum();
+        let path = if self.paths {
+            self.path.join(".")
+        } else {
+            String::new()
+        };
+        let Some((norm, factor)) = (self.term)(&path) else {
+            return;
+        };
+        let s = match norm {
+            Norm::Squared => value.powi_scalar(2).sum(),
+            Norm::Abs => value.abs().sum(),
+        };
+        let s = if factor == 1.0 {
+            s
+        } else {
+            s.mul_scalar(factor)
+        };
         self.total = Some(match self.total.take() {
             Some(t) => t + s,
             None => s,
@@ -73,27 +204,49 @@ impl ModuleVisitor for RequireGradIds {
     }
 }
 
-fn sum<M: Module>(model: &M, filter: Filter, exclude: &[ParamId]) -> (Option<Tensor<1>>, bool) {
-    let mut v = SquaredNorm {
-        filter,
-        exclude,
-        total: None,
-        plain: false,
-    };
-    model.visit(&mut v);
-    (v.total, v.plain)
+/// `sum_p factor_p N_p(theta_p)` over the trainable float parameters `theta_p` of `model` not
+/// in `exclude`, with `(N_p, factor_p) = term(path_p)` (`None` skips the parameter), as a `[1]`
+/// tensor (differentiable on an autodiff device); `None` when no parameter contributes.
+pub fn sum_over<M: Module>(
+    model: &M,
+    exclude: &[ParamId],
+    term: impl FnMut(&str) -> Option<(Norm, f64)>,
+) -> Option<Tensor<1>> {
+    sum_impl(model, exclude, true, term)
 }
 
-/// `|theta|^2` over the trainable float parameters of `model` not in `exclude`, as a `[1]`
-/// tensor (differentiable on an autodiff device); `None` when there are none.
-pub fn squared_norm<M: Module>(model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
+fn sum_impl<M: Module>(
+    model: &M,
+    exclude: &[ParamId],
+    paths: bool,
+    mut term: impl FnMut(&str) -> Option<(Norm, f64)>,
+) -> Option<Tensor<1>> {
+    let mut run = |filter| {
+        let mut v = Sum {
+            filter,
+            exclude,
+            term: &mut term,
+            path: Vec::new(),
+            paths,
+            total: None,
+            plain: false,
+        };
+        model.visit(&mut v);
+        (v.total, v.plain)
+    };
     // One pass on an autodiff device (the sampling case); a plain tensor sends it to the
     // `train()` lookup of the training state.
-    let (total, plain) = sum(model, Filter::RequireGrad, exclude);
+    let (total, plain) = run(Filter::RequireGrad);
     if !plain {
         return total;
     }
     let mut ids = RequireGradIds(HashSet::new());
     model.clone().train().visit(&mut ids);
-    sum(model, Filter::Ids(ids.0), exclude).0
+    run(Filter::Ids(ids.0)).0
+}
+
+/// `|theta|^2` over the trainable float parameters of `model` not in `exclude`, as a `[1]`
+/// tensor (differentiable on an autodiff device); `None` when there are none.
+pub fn squared_norm<M: Module>(model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
+    sum_impl(model, exclude, false, |_| Some((Norm::Squared, 1.0)))
 }

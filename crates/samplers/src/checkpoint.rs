@@ -1,17 +1,19 @@
 //! Sampler checkpoints: everything a run needs to continue bit for bit.
 //!
-//! A [`SamplerState`] holds the step counter, the contour `theta` (contour samplers), and the
-//! ensemble's state: each chain's parameter values and kernel state (momentum, pSGLD
-//! preconditioner) in the module's parameter-visit order, and each chain's random stream.
-//! Restoring it into a sampler built from the same configuration and the same module structure
-//! continues the run exactly: the next step sees the same parameters, kernel state, random
-//! numbers and `theta` as the uninterrupted run. Values are stored as `f32`, the tensors' own
-//! precision, so the round trip is exact. Serialise it with serde (e.g. JSON).
+//! A [`SamplerState`] holds the step counter, the algorithm's own state ([`AlgorithmState`]: the
+//! contour `theta`; the replica ladder, index process, swap statistics, variance estimates,
+//! buffer and swap stream) and the ensemble's state: for burn chains each module's parameter
+//! values and kernel state (momentum, pSGLD preconditioner, thermostat) in the module's
+//! parameter-visit order, for host chains the `f64` positions and kernel state, and every
+//! chain's random stream. Restoring it into a sampler built from the same configuration and the
+//! same module structure continues the run exactly: the next step sees the same parameters,
+//! kernel state, random numbers and adaptive state as the uninterrupted run. Tensor values are
+//! stored as `f32`, the tensors' own precision, host values as `f64`, so the round trip is
+//! exact. Serialise it with serde (the engine writes CBOR, which keeps every float's bits).
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::ContourTheta;
-use crate::ensemble::Ensemble;
+use crate::control::{ContourTheta, EnergyVariance, IndexProcess, SwapSchedule, SwapStats};
 use crate::error::SamplerError;
 use crate::rng::ChainRng;
 
@@ -35,11 +37,64 @@ pub struct ChainState {
 
 /// The chains of an ensemble and their random streams.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EnsembleState {
-    /// One entry per module.
-    pub chains: Vec<ChainState>,
-    /// One stream per chain.
-    pub rngs: Vec<ChainRng>,
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EnsembleState {
+    /// Chains as burn modules.
+    Modules {
+        /// One entry per module.
+        chains: Vec<ChainState>,
+        /// One stream per chain.
+        rngs: Vec<ChainRng>,
+    },
+    /// Chains in host memory.
+    Host {
+        /// Dimension of a chain.
+        dim: usize,
+        /// Positions, row-major `[P, d]`.
+        x: Vec<f64>,
+        /// Kernel state slots, slot-major `[slots, P, d]`.
+        state: Vec<f64>,
+        /// State slots per element.
+        slots: usize,
+        /// One stream per chain.
+        rngs: Vec<ChainRng>,
+    },
+}
+
+/// What a sampler keeps beyond its chains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AlgorithmState {
+    /// Independent chains: nothing.
+    Plain,
+    /// A contour sampler's shared `theta`.
+    Contour {
+        /// The shared `theta`.
+        theta: ContourTheta,
+    },
+    /// Replica exchange.
+    Replica(Box<ReplicaState>),
+}
+
+/// The adaptive state of a replica-exchange sampler.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaState {
+    /// Learning rates of the rungs (they adapt under DEO*).
+    pub lrs: Vec<f64>,
+    /// Rung of every replica, directions and round trips.
+    pub index: IndexProcess,
+    /// Swap windows.
+    pub schedule: SwapSchedule,
+    /// Swap attempts and acceptances.
+    pub stats: SwapStats,
+    /// Energy-variance estimates (Metropolis rule).
+    pub variance: Option<EnergyVariance>,
+    /// Correction buffer `C` (deterministic rule).
+    pub buffer: f64,
+    /// The swap tests' stream.
+    pub rng: ChainRng,
+    /// First step at which swaps may happen again (cooling).
+    pub cooling_until: u64,
 }
 
 /// A sampler's full state.
@@ -49,18 +104,10 @@ pub struct SamplerState {
     pub step: u64,
     /// Negative-multiplier moves so far (contour samplers).
     pub bouncy_moves: u64,
-    /// The contour `theta` (contour samplers only).
-    pub theta: Option<ContourTheta>,
+    /// The algorithm's own state.
+    pub algorithm: AlgorithmState,
     /// The chains.
     pub ensemble: EnsembleState,
-}
-
-/// An ensemble whose state can be saved and restored.
-pub trait StatefulEnsemble: Ensemble {
-    /// The current state.
-    fn state(&self) -> Result<EnsembleState, SamplerError>;
-    /// Replaces the current state; errors when the shapes or counts do not match.
-    fn restore(&mut self, state: EnsembleState) -> Result<(), SamplerError>;
 }
 
 /// The error for a checkpoint that does not fit the sampler it is restored into.

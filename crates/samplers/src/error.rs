@@ -27,6 +27,19 @@ pub enum SamplerError {
         /// The energy value.
         energy: f64,
     },
+    /// A name that is not in a registry.
+    #[error("unknown {what} `{name}` (known: {known})")]
+    Unknown {
+        /// What kind of name (sampler, kernel).
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
+    /// Settings that do not fit together (e.g. a ladder with more rungs than chains).
+    #[error("{0}")]
+    InvalidSetting(String),
     /// A checkpoint does not fit the sampler it is restored into.
     #[error("checkpoint does not match this sampler: {0}")]
     Checkpoint(String),

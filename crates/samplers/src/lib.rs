@@ -8,10 +8,13 @@
 //!    over the [`kernel::Lane`] algebra and run either on burn tensors or on plain `f64` slices.
 //! 3. [`sampler`]: the algorithms as compositions of the two, behind one [`sampler::Sampler`] trait.
 //!
+//! [`registry`] names every sampler and builds it from one serde description
+//! ([`registry::SamplerSettings`]); `sgmcmc-engine` runs any of them over batches of data.
+//!
 //! Chains live in an [`ensemble`]: either burn modules on any device ([`ensemble::ModuleEnsemble`],
 //! one module per network chain or one `[P, d]` tensor for `P` toy chains) or host memory
 //! ([`ensemble::HostEnsemble`], the tensor-free fast path for analytic toy targets).
-//! [`target`] defines what a sampler consumes: stochastic energies and gradients at full-data scale.
+//! [`density`] defines what a sampler consumes: stochastic energies and gradients at full-data scale.
 //!
 //! Only scalars cross between the control layer and the tensors: energies go up, step sizes come
 //! down. That keeps every sampler unchanged across burn devices (flex, ndarray, wgpu).
@@ -23,8 +26,9 @@ pub mod diagnostics;
 pub mod ensemble;
 pub mod error;
 pub mod kernel;
+pub mod registry;
 pub mod rng;
 pub mod sampler;
-pub mod target;
+pub mod density;
 
 pub use error::{SamplerError, TargetError};

@@ -2,26 +2,28 @@
 //! average, and the run's files (`summary.json`, `bma.csv`, `accuracy.png`).
 
 use std::path::Path;
-use std::time::Instant;
 
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use serde::Serialize;
 use sgmcmc_data::digits::Digits;
-use sgmcmc_data::epoch_order;
+use sgmcmc_engine::{BatchSource, Kept, Observer, Progress, Run, RunError, init};
 use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, nll};
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets};
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
-use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings, SamplerSpec};
+use sgmcmc_samplers::rng::epoch_order;
+use sgmcmc_samplers::sampler::Sampler;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
-use crate::net_runner::seeded;
 use crate::output::{self, RunHeader};
 use crate::{plot, progress};
+
+/// The single-chain samplers `sgmcmc digits` runs (the BlackJAX comparison's kernels).
+pub const DIGITS_SAMPLERS: &[&str] = &["sgld", "sghmc", "psgld", "sgnht", "sgd", "msgd"];
 
 /// Classes of the digits task.
 const CLASSES: usize = 10;
@@ -85,21 +87,21 @@ impl Default for DigitsConfig {
 }
 
 impl DigitsConfig {
-    /// The kernel and temperature of the named sampler (the optimisers run at temperature 0).
-    fn kernel(&self) -> Result<SgmcmcConfig, AppError> {
-        let (kernel, tau) = match self.sampler.as_str() {
-            "sgld" => (Kernel::Sgld, 1.0),
-            "sghmc" => (Kernel::sghmc(), 1.0),
-            "psgld" => (Kernel::psgld(), 1.0),
-            "sgd" => (Kernel::Sgd, 0.0),
-            "msgd" => (Kernel::Momentum { mu: 0.9 }, 0.0),
-            other => {
-                return Err(AppError::Usage(format!(
-                    "unknown digits sampler `{other}` (known: sgld, sghmc, psgld, sgd, msgd)"
-                )));
-            }
+    /// The registry sampler of `self.sampler` (the optimisers run at temperature 0).
+    fn sampler(&self) -> Result<SamplerSpec, AppError> {
+        if !DIGITS_SAMPLERS.contains(&self.sampler.as_str()) {
+            return Err(AppError::Usage(format!(
+                "unknown digits sampler `{}` (known: {})",
+                self.sampler,
+                DIGITS_SAMPLERS.join(", ")
+            )));
+        }
+        let settings = SamplerSettings {
+            lr: self.lr,
+            temperature: 1.0,
+            ..SamplerSettings::named(&self.sampler)
         };
-        Ok(SgmcmcConfig::constant(kernel, self.lr, tau))
+        Ok(settings.spec(&BuildContext::steps(self.steps))?)
     }
 
     /// Checks the settings that the sampler does not check itself.
@@ -186,6 +188,97 @@ pub(crate) fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> 
         .collect())
 }
 
+/// The minibatches of the digits task: epoch `e` selects the training set in the order
+/// [`epoch_order`]`(N, seed, e)` once, then slices it into batches.
+struct DigitsBatches<'a> {
+    train: &'a Set,
+    batch: usize,
+    seed: u64,
+    epoch: Option<(u64, Tensor<2>, Tensor<1, Int>)>,
+}
+
+impl BatchSource for DigitsBatches<'_> {
+    type Batch = Batch<Tensor<2>>;
+
+    fn batches_per_epoch(&self) -> Option<u64> {
+        Some((self.train.labels.len() / self.batch) as u64)
+    }
+
+    fn batch(&mut self, epoch: u64, index: u64) -> Result<Self::Batch, RunError> {
+        if self.epoch.as_ref().is_none_or(|(e, _, _)| *e != epoch) {
+            let n = self.train.labels.len();
+            let order: Vec<i64> = epoch_order(n, self.seed, epoch)
+                .into_iter()
+                .map(|i| i as i64)
+                .collect();
+            let device = self.train.x.device();
+            let order = Tensor::<1, Int>::from_data(order.as_slice(), &device);
+            let x = self.train.x.clone().select(0, order.clone());
+            let y = self.train.y.clone().select(0, order);
+            self.epoch = Some((epoch, x, y));
+        }
+        let (_, x, y) = self.epoch.as_ref().expect("set above");
+        let (b, w) = (self.batch, index as usize);
+        Ok(Batch {
+            x: x.clone().slice(w * b..(w + 1) * b),
+            y: Targets::Class(y.clone().slice(w * b..(w + 1) * b)),
+        })
+    }
+}
+
+/// The streaming model average over the test set and its `bma.csv` rows.
+struct DigitsAverage<'a> {
+    test: &'a Set,
+    ece_bins: usize,
+    bma: Bma,
+    rows: Vec<Vec<f64>>,
+    last: f64,
+    /// Whether the chain after the last step joins the average.
+    add_final: bool,
+}
+
+impl DigitsAverage<'_> {
+    /// Adds `model`, the chain after `steps` steps.
+    fn add(&mut self, model: &Mlp, steps: u64) -> Result<(), RunError> {
+        let p = predict(model, &self.test.x).map_err(|e| RunError::Observer(e.to_string()))?;
+        let l = &self.test.labels;
+        self.last = accuracy(&p, CLASSES, l);
+        self.bma.add(1.0, &p);
+        let mean = self.bma.mean().expect("a model was added");
+        self.rows.push(vec![
+            steps as f64,
+            self.bma.models() as f64,
+            accuracy(&mean, CLASSES, l),
+            nll(&mean, CLASSES, l),
+            ece(&mean, CLASSES, l, self.ece_bins),
+            self.last,
+        ]);
+        Ok(())
+    }
+}
+
+type DigitsSampler = AnySampler<ModuleEnsemble<Mlp, MlpPosterior>>;
+
+impl Observer<DigitsSampler> for DigitsAverage<'_> {
+    fn wants_points(&self) -> bool {
+        true
+    }
+
+    /// The pre-move point of step `k` is the chain after `k` steps.
+    fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<Mlp>>) -> Result<(), RunError> {
+        self.add(&kept.points[0], kept.step)
+    }
+
+    /// The chain after the last step, when the schedule names it.
+    fn on_end(&mut self, at: &Progress, sampler: &DigitsSampler) -> Result<(), RunError> {
+        if !self.add_final {
+            return Ok(());
+        }
+        let model = sampler.ensemble().module(0).expect("one chain");
+        self.add(model, at.total)
+    }
+}
+
 /// Runs `config` on the digits in `dir` and writes the run's files into `out`.
 pub fn run_digits(
     config: &DigitsConfig,
@@ -196,7 +289,7 @@ pub fn run_digits(
     show_progress: bool,
 ) -> Result<DigitsSummary, AppError> {
     config.validate()?;
-    let sampler_config = config.kernel()?;
+    let spec = config.sampler()?;
     let digits = Digits::load(dir).map_err(|e| {
         AppError::Input(format!(
             "{e} (fetch the digits with `sgmcmc data fetch digits --to DIR`)"
@@ -219,58 +312,36 @@ pub fn run_digits(
             prior_precision: config.prior_precision,
         },
     });
-    let model = seeded(device, config.seed, || mlp.init(device));
+    let model = init::seeded(device, config.seed, || mlp.init(device));
     let ensemble = ModuleEnsemble::new(target, vec![model], config.seed)?;
-    let mut sampler = Sgmcmc::new(sampler_config, ensemble)?;
-
-    let (n, b) = (train.len(), config.batch);
-    let mut bma = Bma::default();
-    let mut rows: Vec<Vec<f64>> = Vec::new();
-    let mut last = 0.0;
+    let mut sampler = spec.build(ensemble, config.seed)?;
+    let mut batches = DigitsBatches {
+        train: &train_set,
+        batch: config.batch,
+        seed: config.seed,
+        epoch: None,
+    };
+    let (steps, burn_in, every) = (config.steps, config.burn_in, config.bma_every);
+    // The model after step j (1-based) joins the average for j > burn_in, every `every`: the
+    // pre-move point of step j; the one after the last step is added at the end.
+    let mut average = DigitsAverage {
+        test: &test_set,
+        ece_bins: config.ece_bins,
+        bma: Bma::default(),
+        rows: Vec::new(),
+        last: 0.0,
+        add_final: (steps - burn_in).is_multiple_of(every),
+    };
     let bar = progress::bar(config.steps, &config.sampler, show_progress);
-    let start = Instant::now();
-    let (mut k, mut epoch) = (0u64, 0u64);
-    while k < config.steps {
-        let order: Vec<i64> = epoch_order(n, config.seed, epoch)
-            .into_iter()
-            .map(|i| i as i64)
-            .collect();
-        let order = Tensor::<1, Int>::from_data(order.as_slice(), device);
-        let x = train_set.x.clone().select(0, order.clone());
-        let y = train_set.y.clone().select(0, order);
-        for w in 0..n / b {
-            if k == config.steps {
-                break;
-            }
-            let batch = Batch {
-                x: x.clone().slice(w * b..(w + 1) * b),
-                y: Targets::Class(y.clone().slice(w * b..(w + 1) * b)),
-            };
-            sampler.step(&batch)?;
-            k += 1;
-            if k > config.burn_in && (k - config.burn_in).is_multiple_of(config.bma_every) {
-                let model = sampler.ensemble().modules().next().expect("one chain");
-                let p = predict(model, &test_set.x)?;
-                last = accuracy(&p, CLASSES, &test_set.labels);
-                bma.add(1.0, &p);
-                let mean = bma.mean().expect("a model was added");
-                let l = &test_set.labels;
-                rows.push(vec![
-                    k as f64,
-                    bma.models() as f64,
-                    accuracy(&mean, CLASSES, l),
-                    nll(&mean, CLASSES, l),
-                    ece(&mean, CLASSES, l, config.ece_bins),
-                    last,
-                ]);
-            }
-            bar.inc(1);
-        }
-        epoch += 1;
-    }
-    let wall = start.elapsed().as_secs_f64();
+    let mut progress = progress::report(&bar, 1000);
+    let report = Run::steps(steps)
+        .keep_when(move |k| k > burn_in && (k - burn_in).is_multiple_of(every))
+        .observe(&mut average)
+        .observe(&mut progress)
+        .run(&mut sampler, &mut batches);
     bar.finish_and_clear();
-
+    let wall = report?.wall_seconds;
+    let DigitsAverage { bma, rows, last, .. } = average;
     let mean = bma
         .mean()
         .ok_or_else(|| AppError::Run("no model was averaged".into()))?;

@@ -16,14 +16,10 @@
 //! instead of 6,000): a chain takes about 2-3 minutes on an idle 2-core machine.
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::control::{
-    Cyclical, EnergyPartition, RandomField, SaStepSize, Schedule, ThetaInit,
-};
-use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::sampler::{ContourConfig, SgmcmcConfig};
+use sgmcmc_samplers::control::ThetaInit;
+use sgmcmc_samplers::registry::{BuildContext, SamplerSettings, SamplerSpec};
 
 use crate::error::AppError;
-use crate::net_runner::NetSpec;
 
 /// Training images of digits 0-4 in MNIST.
 pub const PAPER_N: usize = 30_596;
@@ -195,55 +191,43 @@ impl MnistConfig {
         self.spec(1).map(|_| ())
     }
 
-    /// The sampler to build; `steps` is the run's total step count (cyclical schedules).
-    pub fn spec(&self, steps: u64) -> Result<NetSpec, AppError> {
-        let constant = |kernel| SgmcmcConfig::constant(kernel, self.lr, self.temperature);
-        let contour = |field: RandomField, init: ThetaInit| -> Result<NetSpec, AppError> {
-            let mut c = ContourConfig::new(
-                constant(Kernel::Sgld),
-                EnergyPartition::new(self.u_min, self.du, self.bins)?,
-                field,
-                self.zeta,
-            );
-            c.omega = SaStepSize {
-                omega_max: 0.01,
-                a: 1.0,
-                alpha: 0.6,
-                b: 100.0,
-            };
-            c.init = init;
-            c.validate()?;
-            Ok(NetSpec::Contour(c))
+    /// The sampler's registry settings.
+    pub fn settings(&self) -> SamplerSettings {
+        let name = match self.sampler.as_str() {
+            "sgld-high" => "sgld",
+            other => other,
         };
-        let plain = |c: SgmcmcConfig| -> Result<NetSpec, AppError> {
-            c.validate()?;
-            Ok(NetSpec::Plain(c))
+        let mut s = SamplerSettings {
+            lr: self.lr,
+            temperature: self.temperature,
+            ..SamplerSettings::named(name)
         };
-        match self.sampler.as_str() {
-            "sgd" => plain(SgmcmcConfig::constant(Kernel::Sgd, self.lr, 0.0)),
-            "sgld" | "sgld-high" => plain(constant(Kernel::Sgld)),
-            "psgld" => plain(SgmcmcConfig::constant(
-                Kernel::psgld(),
-                self.psgld_lr,
-                self.temperature,
-            )),
-            "sghmc" => plain(constant(Kernel::sghmc())),
-            "cycsgld" => plain(SgmcmcConfig {
-                kernel: Kernel::Sgld,
-                lr: Schedule::Cyclical(Cyclical {
-                    initial: 2.0 * self.lr,
-                    total_steps: steps.max(self.cycles),
-                    cycles: self.cycles,
-                    sampling_threshold: 0.5,
-                    noise_free_exploration: false,
-                }),
-                temperature: Schedule::constant(self.temperature),
-            }),
-            "csgld" => contour(RandomField::Power, ThetaInit::Uniform),
-            "icsgld" => contour(RandomField::Interacting, ThetaInit::Uniform),
-            "awsgld" => contour(RandomField::Cumulative, ThetaInit::Increasing),
-            other => Err(unknown(other)),
+        match name {
+            "psgld" => s.lr = self.psgld_lr,
+            "cycsgld" => {
+                s.lr = 2.0 * self.lr;
+                s.cyclical.cycles = self.cycles;
+                s.cyclical.noise_free_exploration = false;
+            }
+            _ => {}
         }
+        s.contour.zeta = self.zeta;
+        s.contour.bins = self.bins;
+        s.contour.du = self.du;
+        s.contour.u_min = Some(self.u_min);
+        if name != "awsgld" {
+            s.contour.theta_init = Some(ThetaInit::Uniform);
+        }
+        s
+    }
+
+    /// The sampler to build; `steps` is the run's total step count (cyclical schedules).
+    pub fn spec(&self, steps: u64) -> Result<SamplerSpec, AppError> {
+        if !MNIST_SAMPLERS.iter().any(|(n, _)| *n == self.sampler) {
+            return Err(unknown(&self.sampler));
+        }
+        let ctx = BuildContext::steps(steps.max(self.cycles)).chains(self.chains);
+        Ok(self.settings().spec(&ctx)?)
     }
 }
 

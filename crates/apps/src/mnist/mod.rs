@@ -148,7 +148,7 @@ pub fn execute(
     data: &MnistData,
     dir: &Path,
     device_choice: DeviceChoice,
-    resume: Option<run::Checkpoint>,
+    resume: Option<sgmcmc_engine::Checkpoint>,
     stop: Stop,
     quiet: bool,
 ) -> Result<Record, AppError> {
@@ -156,19 +156,12 @@ pub fn execute(
         .device()?
         .ok_or_else(|| AppError::Usage("mnist needs a tensor device (flex, ndarray, wgpu)".into()))?
         .autodiff();
-    let mut runner = run::build(config, data, &device)?;
-    let record = match resume {
-        Some(c) => {
-            runner.restore(c.sampler)?;
-            c.record
-        }
-        None => Record::default(),
-    };
+    let mut sampler = run::build(config, data, &device)?;
     let record = run::train(
         config,
         data,
-        &mut runner,
-        record,
+        &mut sampler,
+        resume,
         dir,
         &device,
         stop,
@@ -243,8 +236,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         after_epochs: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        let c = run::read_checkpoint(dir)?;
-        let config = c.config.clone();
+        let (config, c) = run::read_checkpoint(dir)?;
         let data = MnistData::load(&data_dir(a), &config)?;
         execute(&config, &data, dir, a.device, Some(c), stop, a.quiet)?;
         return Ok(());

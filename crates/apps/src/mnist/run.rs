@@ -1,6 +1,7 @@
-//! One `sgmcmc mnist` run: the training loop, evaluation points, checkpoints and resume.
+//! One `sgmcmc mnist` run on the engine: the sampler, the batches, the recorder observer,
+//! checkpoints and resume.
 //!
-//! Epoch `e` visits the training images in the order [`epoch_order`]`(N, seed, e)` in batches
+//! Epoch `e` visits the training images in the order `epoch_order(N, seed, e)` in batches
 //! (the last partial batch dropped). At the start of every `eval_every`-th epoch and of the last
 //! one, each chain's current model is scored on the test digits, and, past the burn-in (and in
 //! the sampling phase of cyclical schedules), added to the Bayesian model averages with the log
@@ -11,20 +12,25 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
-use sgmcmc_data::epoch_order;
+use sgmcmc_data::datasets::ImageBatcher;
+use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
+use sgmcmc_engine::{
+    BatchSource, Checkpoint, Checkpoints, DatasetBatches, Observer, Progress, Run, RunError, init,
+};
+use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
-use sgmcmc_samplers::checkpoint::SamplerState;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::registry::AnySampler;
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
-use crate::mnist::data::{MnistData, batch};
+use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, scores};
-use crate::net_runner::{NetRunner, seeded};
-use crate::output::{write_atomic, write_json};
+use crate::output::write_json;
 use crate::progress;
 
 /// One step of one chain.
@@ -76,59 +82,39 @@ pub struct Record {
     pub eval_seconds: f64,
 }
 
-/// A checkpoint file (`checkpoint.cbor`): the configuration, the record and the sampler state.
-/// CBOR stores `f64`/`f32` as their exact bits; JSON text would not round-trip every `f64`
-/// through serde_json's default parser, and resume must be exact.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// Run settings.
-    pub config: MnistConfig,
-    /// Recorded so far.
-    pub record: Record,
-    /// Sampler state after `record.epochs_done` epochs.
-    pub sampler: SamplerState,
-}
-
-/// The checkpoint file of a run directory.
+/// The checkpoint file of a run directory (the engine's format; its `meta` is the run's
+/// [`MnistConfig`] in CBOR).
 pub fn checkpoint_path(dir: &Path) -> PathBuf {
     dir.join("checkpoint.cbor")
 }
 
-/// Reads a run directory's checkpoint.
-pub fn read_checkpoint(dir: &Path) -> Result<Checkpoint, AppError> {
-    let path = checkpoint_path(dir);
-    let bytes = std::fs::read(&path)
-        .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
-    ciborium::from_reader(bytes.as_slice())
-        .map_err(|e| AppError::Input(format!("{} is not a checkpoint: {e}", path.display())))
+/// Reads a run directory's checkpoint and the configuration stored in it.
+pub fn read_checkpoint(dir: &Path) -> Result<(MnistConfig, Checkpoint), AppError> {
+    let c = Checkpoint::read(&checkpoint_path(dir))?;
+    let config = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
+        AppError::Input(format!(
+            "{}: not an mnist checkpoint ({e})",
+            checkpoint_path(dir).display()
+        ))
+    })?;
+    Ok((config, c))
 }
 
-/// The CNN of chain `p`, initialised from `seed` (burn's default Kaiming-uniform init).
-fn init_chain(config: &MnistConfig, image_size: usize, p: usize, device: &Device) -> Cnn {
-    let seed = config.seed.wrapping_mul(1000).wrapping_add(p as u64);
-    seeded(device, seed, || {
-        CnnConfig {
-            channels: config.channels,
-            hidden: config.hidden,
-            classes: config.classes.len(),
-            image_size,
-            ..CnnConfig::default()
-        }
-        .init(device)
-    })
-}
+/// The sampler of a run.
+pub type MnistSampler = AnySampler<ModuleEnsemble<Cnn, Posterior>>;
 
 /// Steps per epoch.
 pub fn steps_per_epoch(config: &MnistConfig, data: &MnistData) -> usize {
     data.train.len() / config.batch
 }
 
-/// Builds the sampler of `config` on the autodiff `device`.
+/// Builds the sampler of `config` on the autodiff `device`; chain `p` starts from the CNN
+/// initialised with [`init::chain_seed`]`(seed, p)` (burn's default Kaiming-uniform init).
 pub fn build(
     config: &MnistConfig,
     data: &MnistData,
     device: &Device,
-) -> Result<NetRunner<Cnn>, AppError> {
+) -> Result<MnistSampler, AppError> {
     let posterior = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale {
@@ -136,13 +122,18 @@ pub fn build(
             prior_precision: config.prior_precision,
         },
     };
-    let modules = (0..config.chains)
-        .map(|p| init_chain(config, data.train.rows, p, device))
-        .collect();
+    let cnn = CnnConfig {
+        channels: config.channels,
+        hidden: config.hidden,
+        classes: config.classes.len(),
+        image_size: data.train.rows,
+        ..CnnConfig::default()
+    };
+    let modules = init::chains(device, config.seed, config.chains, || cnn.init(device));
     let ensemble = ModuleEnsemble::new(posterior, modules, config.seed)?;
     let total = (config.epochs * steps_per_epoch(config, data)) as u64;
-    let runner = NetRunner::new(&config.spec(total)?, ensemble)?;
-    if let Some(reach) = runner.psi_reach(total).filter(|r| *r < 0.01) {
+    let sampler = config.spec(total)?.build(ensemble, config.seed)?;
+    if let Some(reach) = sampler.multiplier_reach(total).filter(|r| *r < 0.01) {
         // E.g. `csgld`: the power field at zeta 3e4 from a uniform theta over 10,000 bins.
         eprintln!(
             "warning: {}: theta cannot move in this run (the multiplier can leave 1 by at most \
@@ -150,7 +141,27 @@ pub fn build(
             config.sampler
         );
     }
-    Ok(runner)
+    Ok(sampler)
+}
+
+/// The training batches: epoch `e` visits the training images in the order
+/// `epoch_order(N, seed, e)`, through the data crate's burn dataset and batcher.
+pub fn batches(
+    config: &MnistConfig,
+    data: &MnistData,
+    device: &Device,
+) -> Result<impl BatchSource<Batch = Batch<Tensor<4>>> + use<>, AppError> {
+    let source = DatasetBatches::new(
+        data.train.clone(),
+        ImageBatcher {
+            mean: MNIST_MEAN,
+            std: MNIST_STD,
+        },
+        config.batch,
+        config.seed,
+        device,
+    )?;
+    Ok(source.map(Batch::from))
 }
 
 /// Where a run stops early (tests of resume).
@@ -164,109 +175,160 @@ fn is_eval_epoch(config: &MnistConfig, e: usize) -> bool {
     e.is_multiple_of(config.eval_every) || e + 1 == config.epochs
 }
 
-/// Runs (or continues) `config` from `record`/`runner` until the end or `stop`, checkpointing
-/// into `dir`. Returns the record.
+/// The run's recorder: per-step rows, and at the first step of every evaluation epoch each
+/// chain's pre-move model scored on the test digits and, past the burn-in and in the sampling
+/// phase, added to the model averages with that step's log weight. Its [`Record`] is
+/// checkpointed with the run.
+struct Recorder<'a> {
+    config: &'a MnistConfig,
+    data: &'a MnistData,
+    plain: Device,
+    per_epoch: u64,
+    burn_epochs: usize,
+    held: Option<Vec<Cnn>>,
+    record: Record,
+    clock: Instant,
+}
+
+impl Observer<MnistSampler> for Recorder<'_> {
+    fn on_start(&mut self, _: &Progress, _: &MnistSampler) -> Result<(), RunError> {
+        self.clock = Instant::now();
+        Ok(())
+    }
+
+    fn before_step(&mut self, at: &Progress, sampler: &MnistSampler) -> Result<(), RunError> {
+        let e = (at.step / self.per_epoch) as usize;
+        if at.step.is_multiple_of(self.per_epoch) && is_eval_epoch(self.config, e) {
+            self.held = Some(sampler.ensemble().modules().cloned().collect());
+        }
+        Ok(())
+    }
+
+    fn on_step(
+        &mut self,
+        at: &Progress,
+        _: &MnistSampler,
+        report: &StepReport,
+    ) -> Result<(), RunError> {
+        self.record.train_seconds += self.clock.elapsed().as_secs_f64();
+        for (p, &energy) in report.energies.iter().enumerate() {
+            self.record.steps.push(StepRow {
+                step: report.step,
+                chain: p,
+                energy,
+                multiplier: report.step_sizes[p].multiplier,
+                log_weight: report.log_weights[p],
+            });
+        }
+        if let Some(models) = self.held.take() {
+            let t = Instant::now();
+            self.evaluate(at, report, &models)
+                .map_err(|e| RunError::Observer(e.to_string()))?;
+            self.record.eval_seconds += t.elapsed().as_secs_f64();
+        }
+        if at.ends_epoch() {
+            self.record.epochs_done = (at.step / self.per_epoch) as usize + 1;
+        }
+        self.clock = Instant::now();
+        Ok(())
+    }
+
+    fn save(&self) -> Result<Vec<u8>, RunError> {
+        sgmcmc_engine::observer::encode(&self.record)
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
+        self.record = sgmcmc_engine::observer::decode(state)?;
+        Ok(())
+    }
+}
+
+impl Recorder<'_> {
+    fn evaluate(
+        &mut self,
+        at: &Progress,
+        report: &StepReport,
+        models: &[Cnn],
+    ) -> Result<(), AppError> {
+        let e = (at.step / self.per_epoch) as usize;
+        let sampling = report.phase != Some(Phase::Exploration);
+        let classes = self.config.classes.len();
+        let mut chain_accuracy = Vec::new();
+        for (p, m) in models.iter().enumerate() {
+            let probs = if e >= self.burn_epochs && sampling {
+                self.record
+                    .averages
+                    .add(m, report.log_weights[p], self.data, &self.plain)?
+            } else {
+                crate::mnist::eval::probabilities(m, &self.data.test, &self.plain)?
+            };
+            chain_accuracy.push(scores(&probs, &self.data.test, classes).accuracy);
+        }
+        let bma = self
+            .record
+            .averages
+            .test
+            .mean()
+            .map(|m| scores(&m, &self.data.test, classes));
+        self.record.evals.push(EvalRow {
+            epoch: e,
+            step: report.step,
+            chain_accuracy,
+            bma_accuracy: bma.map(|s| s.accuracy),
+            bma_nll: bma.map(|s| s.nll),
+            effective_models: self.record.averages.test.effective_models(),
+        });
+        Ok(())
+    }
+}
+
+/// Runs (or continues, from `resume`) `config` to the end or `stop`, checkpointing into
+/// `dir`. Returns the record.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     config: &MnistConfig,
     data: &MnistData,
-    runner: &mut NetRunner<Cnn>,
-    mut record: Record,
+    sampler: &mut MnistSampler,
+    resume: Option<Checkpoint>,
     dir: &Path,
     device: &Device,
     stop: Stop,
     show_progress: bool,
 ) -> Result<Record, AppError> {
-    let per_epoch = steps_per_epoch(config, data);
-    let plain = device.clone().inner();
-    let burn_epochs = (config.burn_fraction * config.epochs as f64).floor() as usize;
-    let classes = config.classes.len();
-    let last = stop
-        .after_epochs
-        .unwrap_or(config.epochs)
-        .min(config.epochs);
-    let pb = progress::bar(
-        ((last.saturating_sub(record.epochs_done)) * per_epoch) as u64,
-        &config.sampler,
-        show_progress,
-    );
-    for e in record.epochs_done..last {
-        let order = epoch_order(data.train.len(), config.seed, e as u64);
-        let eval_now = is_eval_epoch(config, e);
-        for (i, idx) in order.chunks_exact(config.batch).enumerate() {
-            let start = Instant::now();
-            let b = batch(&data.train, idx, device);
-            // The models of an evaluation point are the pre-move points of this step.
-            let held: Option<Vec<Cnn>> =
-                (eval_now && i == 0).then(|| runner.modules().into_iter().cloned().collect());
-            let report = runner.step(&b)?;
-            let step = report.step;
-            let multipliers = NetRunner::<Cnn>::multipliers(report);
-            let log_weights = report.log_weights.clone();
-            let sampling = report.phase != Some(Phase::Exploration);
-            for (p, &energy) in report.energies.iter().enumerate() {
-                record.steps.push(StepRow {
-                    step,
-                    chain: p,
-                    energy,
-                    multiplier: multipliers[p],
-                    log_weight: log_weights[p],
-                });
-            }
-            pb.inc(1);
-            record.train_seconds += start.elapsed().as_secs_f64();
-            if let Some(models) = held {
-                let t = Instant::now();
-                let mut chain_accuracy = Vec::new();
-                for (p, m) in models.iter().enumerate() {
-                    let probs = if e >= burn_epochs && sampling {
-                        record.averages.add(m, log_weights[p], data, &plain)?
-                    } else {
-                        crate::mnist::eval::probabilities(m, &data.test, &plain)?
-                    };
-                    chain_accuracy.push(scores(&probs, &data.test, classes).accuracy);
-                }
-                let bma = record
-                    .averages
-                    .test
-                    .mean()
-                    .map(|m| scores(&m, &data.test, classes));
-                record.evals.push(EvalRow {
-                    epoch: e,
-                    step,
-                    chain_accuracy,
-                    bma_accuracy: bma.map(|s| s.accuracy),
-                    bma_nll: bma.map(|s| s.nll),
-                    effective_models: record.averages.test.effective_models(),
-                });
-                record.eval_seconds += t.elapsed().as_secs_f64();
-            }
-        }
-        record.epochs_done = e + 1;
-        let due = config.checkpoint_every > 0
-            && record.epochs_done.is_multiple_of(config.checkpoint_every);
-        if due || Some(record.epochs_done) == stop.after_epochs {
-            save_checkpoint(dir, config, &record, runner)?;
-        }
-    }
-    pb.finish_and_clear();
-    Ok(record)
-}
-
-/// Writes `dir/checkpoint.json` atomically.
-pub fn save_checkpoint(
-    dir: &Path,
-    config: &MnistConfig,
-    record: &Record,
-    runner: &NetRunner<Cnn>,
-) -> Result<(), AppError> {
-    let c = Checkpoint {
-        config: config.clone(),
-        record: record.clone(),
-        sampler: runner.state()?,
+    let per_epoch = steps_per_epoch(config, data) as u64;
+    let mut recorder = Recorder {
+        config,
+        data,
+        plain: device.clone().inner(),
+        per_epoch,
+        burn_epochs: (config.burn_fraction * config.epochs as f64).floor() as usize,
+        held: None,
+        record: Record::default(),
+        clock: Instant::now(),
     };
-    let mut bytes = Vec::new();
-    ciborium::into_writer(&c, &mut bytes).map_err(|e| AppError::Run(e.to_string()))?;
-    write_atomic(&checkpoint_path(dir), &bytes)?;
-    write_json(&dir.join("config.json"), config)
+    let total = config.epochs as u64 * per_epoch;
+    let pb = progress::bar(total, &config.sampler, show_progress);
+    let mut progress = progress::report(&pb, 1000);
+    let meta = sgmcmc_engine::observer::encode(config)?;
+    let mut run = Run::epochs(config.epochs as u64)
+        .keep_when(|_| false)
+        .observe(&mut recorder)
+        .observe(&mut progress)
+        .checkpoints(
+            Checkpoints::new(
+                checkpoint_path(dir),
+                config.checkpoint_every as u64 * per_epoch,
+            )
+            .with_meta(meta),
+        );
+    if let Some(after) = stop.after_epochs {
+        run = run.stop_after(after as u64 * per_epoch);
+    }
+    if let Some(c) = resume {
+        run = run.resume(c);
+    }
+    run.run(sampler, &mut batches(config, data, device)?)?;
+    pb.finish_and_clear();
+    write_json(&dir.join("config.json"), config)?;
+    Ok(recorder.record)
 }

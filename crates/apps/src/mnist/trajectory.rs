@@ -14,10 +14,11 @@ use std::path::Path;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use plotters::prelude::*;
-use sgmcmc_data::epoch_order;
 use sgmcmc_models::{Cnn, Likelihood, Network, Targets};
-use sgmcmc_samplers::checkpoint::TensorState;
+use sgmcmc_samplers::checkpoint::{EnsembleState, TensorState};
 use sgmcmc_samplers::ensemble::{module_values, with_module_values};
+use sgmcmc_samplers::rng::epoch_order;
+use sgmcmc_samplers::sampler::Sampler;
 
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
@@ -159,7 +160,13 @@ fn panel(
             let start = runner.state()?;
             runner = build(&c, data, device)?;
             let mut st = runner.state()?;
-            st.ensemble.chains = start.ensemble.chains;
+            if let (
+                EnsembleState::Modules { chains: to, .. },
+                EnsembleState::Modules { chains: from, .. },
+            ) = (&mut st.ensemble, start.ensemble)
+            {
+                *to = from;
+            }
             runner.restore(st)?;
         }
         let mut k = 0;
@@ -167,7 +174,7 @@ fn panel(
         for e in 0..s.epochs {
             for idx in epoch_order(data.train.len(), seed, e as u64).chunks_exact(c.batch) {
                 if k % s.every == 0 {
-                    let m = runner.modules()[0];
+                    let m = runner.ensemble().module(0).expect("one chain");
                     let v = module_values(m)?;
                     snaps.push(flatten(&v));
                     template = v;

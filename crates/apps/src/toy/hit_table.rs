@@ -19,9 +19,10 @@ use sgmcmc_samplers::control::{
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc_samplers::target::toy::benchmarks::{BENCHMARKS, BenchmarkFunction};
-use sgmcmc_samplers::target::toy::{NoiseModel, ToyTarget};
+use sgmcmc_samplers::registry::SamplerSpec;
+use sgmcmc_samplers::sampler::{ContourConfig, Sampler, SgmcmcConfig};
+use sgmcmc_samplers::density::toy::benchmarks::{BENCHMARKS, BenchmarkFunction};
+use sgmcmc_samplers::density::toy::{NoiseModel, ToyTarget};
 use sgmcmc_samplers::{SamplerError, SamplerError::Diverged};
 
 use crate::error::AppError;
@@ -83,13 +84,12 @@ pub fn iterations_to_hit(
         _ => s.temperature,
     };
     let base = SgmcmcConfig::constant(Kernel::Sgld, s.lr, tau);
-    let mut sampler: Box<dyn Sampler<Batch = ()>> = match method {
-        Method::SgldLow | Method::SgldHigh => Box::new(Sgmcmc::new(base, ens)?),
+    let spec = match method {
+        Method::SgldLow | Method::SgldHigh => SamplerSpec::Plain(base),
         Method::Aw10 | Method::Aw100 => {
             let i = usize::from(method == Method::Aw100);
             let m = [10, 100][i];
-            Box::new(Contour::new(
-                ContourConfig {
+            SamplerSpec::Contour(ContourConfig {
                     base,
                     partition: EnergyPartition::new(bench.min_value, s.bandwidth[i], m)?,
                     field: RandomField::Cumulative,
@@ -105,11 +105,10 @@ pub fn iterations_to_hit(
                     multiplier_clip: None,
                     target_temperature: None,
                     weights: WeightRule::Bin,
-                },
-                ens,
-            )?)
+            })
         }
     };
+    let mut sampler = spec.build(ens, seed)?;
     for k in 0..budget {
         // The report's energy is U at the iterate before the move, x_k.
         match sampler.step(&()) {
@@ -280,7 +279,7 @@ pub fn run_cli(preset: &str, a: &crate::cli::ToyArgs) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sgmcmc_samplers::target::toy::benchmarks::benchmark;
+    use sgmcmc_samplers::density::toy::benchmarks::benchmark;
 
     #[test]
     fn awsgld_hits_first_where_the_paper_reports_large_speedups() {

@@ -7,6 +7,6 @@ pub mod replica;
 pub mod report;
 pub mod run;
 
-pub use config::{Init, SAMPLER_NAMES, ToyConfig};
+pub use config::{Init, ToyConfig, toy_sampler};
 pub use presets::{PRESET_NAMES, preset};
 pub use run::{ToyOutcome, run_toy};

@@ -1,12 +1,12 @@
 //! Named toy presets: the papers' settings, and scaled-down variants that run in seconds.
 
-use sgmcmc_samplers::control::{MultiplierScheme, ThetaInit, WeightRule};
+use sgmcmc_samplers::control::{MultiplierScheme, SwapScheme, ThetaInit, WeightRule};
+use sgmcmc_samplers::density::toy::Noise;
+use sgmcmc_samplers::registry::{
+    ContourSettings, CyclicalSettings, ReplicaSettings, SamplerSettings,
+};
 
-use sgmcmc_samplers::control::SwapScheme;
-use sgmcmc_samplers::target::toy::Noise;
-
-use super::config::{Init, ToyConfig};
-use super::replica::ReplicaSettings;
+use super::config::{Init, ToyConfig, toy_sampler};
 
 /// Every preset with a one-line description.
 pub const PRESET_NAMES: &[(&str, &str)] = &[
@@ -121,10 +121,12 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
 /// The 1-D mixture's contour settings (CSGLD sec. 4.1 and the ICSGLD reference check): lr 0.1,
 /// unit bins, `omega_k = 1 / (k^0.6 + 100)`, the supplement's forward multiplier (D.1, as the
 /// authors' 1-D code), uniform initial theta, interpolated weights, start at 0.
-fn mixture_contour(base: ToyConfig) -> ToyConfig {
-    ToyConfig {
-        target: "mixture-csgld".into(),
-        lr: 0.1,
+fn mixture_contour(name: &str, bins: usize, zeta: f64) -> SamplerSettings {
+    let mut s = toy_sampler(name);
+    s.lr = 0.1;
+    s.contour = ContourSettings {
+        zeta,
+        bins,
         du: 1.0,
         omega_max: 0.01,
         omega_a: 1.0,
@@ -133,10 +135,29 @@ fn mixture_contour(base: ToyConfig) -> ToyConfig {
         multiplier_scheme: MultiplierScheme::Forward,
         theta_init: Some(ThetaInit::Uniform),
         weights: WeightRule::Interpolated,
-        thin: 10,
-        init: Init::Point(vec![0.0]),
-        ..base
+        ..s.contour
+    };
+    s
+}
+
+/// `name` at learning rate `lr` with the toy defaults.
+fn at(name: &str, lr: f64) -> SamplerSettings {
+    SamplerSettings {
+        lr,
+        ..toy_sampler(name)
     }
+}
+
+/// The 25-mode contour settings (E.4.2): bins of 0.125, `omega_k = min(3e-3, 1 / (k^0.6 +
+/// 100))`.
+fn twenty_five_contour(name: &str) -> SamplerSettings {
+    let mut s = at(name, 3e-3);
+    s.contour.du = 0.125;
+    s.contour.omega_max = 3e-3;
+    s.contour.omega_a = 1.0;
+    s.contour.omega_alpha = 0.6;
+    s.contour.omega_b = 100.0;
+    s
 }
 
 /// The preset `name` applied on top of the defaults.
@@ -145,71 +166,64 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
     let c = match name {
         "nine-mode-sgld" => ToyConfig {
             target: "nine-mode".into(),
-            sampler: "sgld".into(),
+            sampler: at("sgld", 1e-3),
             iters: 200_000,
-            lr: 1e-3,
             ..base
         },
         "nine-mode-cycsgld" => ToyConfig {
             target: "nine-mode".into(),
-            sampler: "cycsgld".into(),
+            sampler: at("cycsgld", 5e-3),
             iters: 200_000,
-            lr: 5e-3,
-            cycles: 20,
             ..base
         },
         "nine-mode-csgld" => ToyConfig {
             target: "nine-mode".into(),
-            sampler: "csgld".into(),
+            sampler: at("csgld", 1e-3),
             iters: 400_000,
-            lr: 1e-3,
             ..base
         },
         "twenty-five-mode-icsgld" => ToyConfig {
             target: "twenty-five-mode".into(),
-            sampler: "icsgld".into(),
+            sampler: twenty_five_contour("icsgld"),
             chains: 5,
             iters: 80_000,
-            lr: 3e-3,
-            du: 0.125,
-            omega_max: 3e-3,
-            omega_a: 1.0,
-            omega_alpha: 0.6,
-            omega_b: 100.0,
             ..base
         },
         "mixture-csgld" | "mixture-csgld-quick" => ToyConfig {
-            sampler: "csgld".into(),
+            target: "mixture-csgld".into(),
+            sampler: mixture_contour("csgld", 50, 0.75),
             iters: if name.ends_with("quick") {
                 1_000_000
             } else {
                 10_000_000
             },
-            bins: 50,
-            ..mixture_contour(base)
+            thin: 10,
+            init: Init::Point(vec![0.0]),
+            ..base
         },
         "mixture-icsgld" => ToyConfig {
-            sampler: "icsgld".into(),
+            target: "mixture-csgld".into(),
+            sampler: mixture_contour("icsgld", 100, 0.9),
             chains: 10,
             iters: 1_000_000,
-            zeta: 0.9,
-            bins: 100,
-            ..mixture_contour(base)
+            thin: 10,
+            init: Init::Point(vec![0.0]),
+            ..base
         },
         "awsgld-cdf" | "awsgld-cdf-quick" => {
             let quick = name.ends_with("quick");
+            let mut s = at("awsgld", if quick { 0.02 } else { 0.005 });
+            s.contour.zeta = 1.0;
+            s.contour.bins = if quick { 100 } else { 1000 };
+            s.contour.du = if quick { 0.1 } else { 0.01 };
+            s.contour.omega_max = 1.0;
+            s.contour.omega_a = 0.02;
+            s.contour.omega_alpha = 0.6;
+            s.contour.omega_b = 100.0;
             ToyConfig {
                 target: "normal".into(),
-                sampler: "awsgld".into(),
+                sampler: s,
                 iters: if quick { 2_000_000 } else { 10_000_000 },
-                lr: if quick { 0.02 } else { 0.005 },
-                zeta: 1.0,
-                bins: if quick { 100 } else { 1000 },
-                du: if quick { 0.1 } else { 0.01 },
-                omega_max: 1.0,
-                omega_a: 0.02,
-                omega_alpha: 0.6,
-                omega_b: 100.0,
                 thin: 100,
                 init: Init::Point(vec![0.0]),
                 ..base
@@ -228,128 +242,128 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
                 "resgld-3-naive" => ("mixture-resgld-3", "resgld", f64::INFINITY),
                 _ => return None,
             };
+            let mut s = at(sampler, 0.03);
+            s.replica = ReplicaSettings {
+                temperatures: vec![1.0, 10.0],
+                correction,
+                variance_period: 100,
+                variance_draws: 10,
+                initial_variance: 100.0,
+                ..ReplicaSettings::default()
+            };
             ToyConfig {
                 target: target.into(),
-                sampler: sampler.into(),
+                sampler: s,
                 chains: if sampler == "sgld" { 1 } else { 2 },
                 iters: 100_000,
-                lr: 0.03,
                 init: Init::Point(vec![0.0]),
-                replica: ReplicaSettings {
-                    temperatures: vec![1.0, 10.0],
-                    correction,
-                    variance_period: 100,
-                    variance_draws: 10,
-                    initial_variance: 100.0,
-                    ..ReplicaSettings::default()
-                },
                 ..base
             }
         }
-        "deo-sgd-25-mode" | "deo-sgd-25-mode-w1" => ToyConfig {
-            target: "twenty-five-mode".into(),
-            sampler: "deo-sgd".into(),
-            chains: 16,
-            iters: 20_000,
-            lr: 0.003,
-            gradient_noise: Some(Noise::gaussian(2.0)),
-            energy_noise: Some(Noise::gaussian(2.0)),
-            replica: ReplicaSettings {
+        "deo-sgd-25-mode" | "deo-sgd-25-mode-w1" => {
+            let mut s = at("deo-sgd", 0.003);
+            s.replica = ReplicaSettings {
                 lr_max: 0.6,
                 target_rate: 0.4,
                 buffer: 4.0,
                 scheme: name.ends_with("w1").then_some(SwapScheme::Window(1)),
                 ..ReplicaSettings::default()
-            },
-            ..base
-        },
+            };
+            ToyConfig {
+                target: "twenty-five-mode".into(),
+                sampler: s,
+                chains: 16,
+                iters: 20_000,
+                gradient_noise: Some(Noise::gaussian(2.0)),
+                energy_noise: Some(Noise::gaussian(2.0)),
+                ..base
+            }
+        }
         "twenty-five-mode-sgld" => ToyConfig {
             target: "twenty-five-mode".into(),
-            sampler: "sgld".into(),
+            sampler: at("sgld", 3e-3),
             chains: 5,
             iters: 80_000,
-            lr: 3e-3,
             ..base
         },
-        "twenty-five-mode-cycsgld" => ToyConfig {
-            target: "twenty-five-mode".into(),
-            sampler: "cycsgld".into(),
-            iters: 400_000,
-            lr: 1e-2,
-            cycles: 10,
-            sampling_threshold: 0.2,
-            noise_free_exploration: false,
-            ..base
-        },
-        "twenty-five-mode-resgld" => ToyConfig {
-            target: "twenty-five-mode".into(),
-            sampler: "resgld".into(),
-            chains: 5,
-            iters: 80_000,
-            lr: 1e-3,
-            replica: ReplicaSettings {
+        "twenty-five-mode-cycsgld" => {
+            let mut s = at("cycsgld", 1e-2);
+            s.cyclical = CyclicalSettings {
+                cycles: 10,
+                sampling_threshold: 0.2,
+                noise_free_exploration: false,
+            };
+            ToyConfig {
+                target: "twenty-five-mode".into(),
+                sampler: s,
+                iters: 400_000,
+                ..base
+            }
+        }
+        "twenty-five-mode-resgld" => {
+            let mut s = at("resgld", 1e-3);
+            s.replica = ReplicaSettings {
                 temperatures: vec![1.0, 2.0, 3.0, 4.0, 5.0],
                 lrs: vec![1e-3, 2e-3, 3e-3, 4e-3, 5e-3],
                 initial_variance: 30.0,
                 scheme: Some(SwapScheme::DeterministicEvenOdd),
                 ..ReplicaSettings::default()
-            },
-            ..base
-        },
+            };
+            ToyConfig {
+                target: "twenty-five-mode".into(),
+                sampler: s,
+                chains: 5,
+                iters: 80_000,
+                ..base
+            }
+        }
         "twenty-five-mode-csgld" => ToyConfig {
             target: "twenty-five-mode".into(),
-            sampler: "csgld".into(),
+            sampler: twenty_five_contour("csgld"),
             iters: 400_000,
-            lr: 3e-3,
-            du: 0.125,
-            omega_max: 3e-3,
-            omega_a: 1.0,
-            omega_alpha: 0.6,
-            omega_b: 100.0,
             ..base
         },
         "mixture-csgld-sgld" => ToyConfig {
             target: "mixture-csgld".into(),
-            sampler: "sgld".into(),
+            sampler: at("sgld", 0.1),
             iters: 10_000_000,
-            lr: 0.1,
             thin: 10,
             init: Init::Point(vec![0.0]),
             ..base
         },
         "bimodal-sgld" => ToyConfig {
             target: "bimodal".into(),
-            sampler: "sgld".into(),
+            sampler: at("sgld", 0.01),
             chains: 8,
             iters: 200_000,
-            lr: 0.01,
             ..base
         },
         "gaussian-sgld" => ToyConfig {
             target: "gaussian".into(),
-            sampler: "sgld".into(),
+            sampler: at("sgld", 0.2),
             chains: 1000,
             iters: 2_000,
-            lr: 0.2,
             init: Init::Point(vec![0.0; 10]),
             ..base
         },
         "rugged-sgld-high" => ToyConfig {
             target: "rugged".into(),
-            sampler: "sgld".into(),
+            sampler: SamplerSettings {
+                temperature: 20.0,
+                ..at("sgld", 5e-5)
+            },
             iters: 100_000,
-            lr: 5e-5,
-            temperature: 20.0,
             ..base
         },
         "rugged-psgld" => ToyConfig {
             target: "rugged".into(),
-            sampler: "psgld".into(),
+            sampler: SamplerSettings {
+                temperature: 2.0,
+                psgld_alpha: 0.999,
+                psgld_lambda: 0.1,
+                ..at("psgld", 5e-5)
+            },
             iters: 100_000,
-            lr: 5e-5,
-            temperature: 2.0,
-            psgld_alpha: 0.999,
-            psgld_lambda: 0.1,
             ..base
         },
         _ => return None,

@@ -5,8 +5,8 @@ use std::path::Path;
 use serde::Serialize;
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::diagnostics::{ess, split_rhat};
-use sgmcmc_samplers::target::toy::energy_bins::energy_bin_masses;
-use sgmcmc_samplers::target::toy::quadrature;
+use sgmcmc_samplers::density::toy::energy_bins::energy_bin_masses;
+use sgmcmc_samplers::density::toy::quadrature;
 
 use super::config::ToyConfig;
 use super::replica::ReplicaSummary;
@@ -71,15 +71,11 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
     let exact_mean = potential
         .support()
         .map(|_| {
-            quadrature::mean(
-                potential,
-                cfg.target_temperature.unwrap_or(cfg.temperature),
-                grid,
-            )
+            quadrature::mean(potential, cfg.target_temperature(), grid)
         })
         .transpose()?;
     // Weighted estimates target pi at the reweighting temperature.
-    let tau = cfg.target_temperature.unwrap_or(cfg.temperature);
+    let tau = cfg.target_temperature();
     let (mode_masses, mode_mass_se, exact, l1, labels) = match (&out.modes, potential.modes()) {
         (Some(traces), Some(map)) => {
             let (m, se) = traces.masses();
@@ -111,7 +107,7 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
     let steps_per_second = cfg.iters as f64 / out.wall_seconds.max(1e-12);
     Ok(ToySummary {
         header: RunHeader {
-            sampler: cfg.sampler.clone(),
+            sampler: cfg.sampler.name.clone(),
             target: cfg.target.clone(),
             seed: cfg.seed,
             device: cfg.device.to_string(),
@@ -155,7 +151,7 @@ fn theta_check(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ThetaCheck, AppError
     let potential = out.target.potential();
     let masses = energy_bin_masses(
         potential,
-        cfg.temperature,
+        cfg.sampler.temperature,
         quadrature::default_grid(potential),
         &c.partition,
     )?;
@@ -217,13 +213,13 @@ pub fn write_outputs(
     output::write_csv(&dir.join("samples.csv"), &header, &out.plot_samples)?;
     let title = format!(
         "{} on {} ({} chains x {} iters)",
-        cfg.sampler, cfg.target, cfg.chains, cfg.iters
+        cfg.sampler.name, cfg.target, cfg.chains, cfg.iters
     );
     if d <= 2 {
         plot::samples_over_density(
             &dir.join("samples.png"),
             out.target.potential(),
-            cfg.temperature,
+            cfg.sampler.temperature,
             &out.plot_samples,
             &title,
         )?;

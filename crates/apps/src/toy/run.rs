@@ -1,17 +1,19 @@
-//! Running a toy configuration on the host fast path or on a tensor device.
+//! Running a toy configuration on the host fast path or on a tensor device: a registry sampler
+//! in the engine's run loop, with the toy's collector as its observer.
 
-use std::time::Instant;
+use std::borrow::Cow;
 
-use sgmcmc_samplers::collect::{ModeTraces, Thinning, Traces, WeightedMean};
-use sgmcmc_samplers::control::Phase;
-use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, ModuleEnsemble};
+use sgmcmc_engine::{Kept, Observer, Progress, Repeat, Run};
+use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
+use sgmcmc_samplers::density::particles::Particles;
+use sgmcmc_samplers::density::toy::{self, NoiseModel, ToyTarget};
+use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, HostPoints, ModuleEnsemble};
+use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Contour, ContourConfig, ReplicaExchange, Sampler, Sgmcmc};
-use sgmcmc_samplers::target::particles::Particles;
-use sgmcmc_samplers::target::toy::{self, NoiseModel, ToyTarget};
+use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
 
-use super::config::{Init, SamplerSpec, ToyConfig};
-use super::replica::{ReplicaSummary, ToyReplica};
+use super::config::{Init, ToyConfig};
+use super::replica::{ReplicaSummary, trace_row};
 use crate::error::AppError;
 use crate::progress;
 
@@ -46,72 +48,21 @@ pub struct ToyOutcome {
     pub contour: Option<ContourConfig>,
 }
 
-/// Where toy chains keep their positions.
-trait ToyChains {
-    fn positions_into(&self, out: &mut Vec<f64>);
+/// Toy chains' points as one row-major `[P, d]` array.
+pub trait ToyPoints {
+    /// All positions, row-major.
+    fn positions(&self) -> Cow<'_, [f64]>;
 }
 
-impl ToyChains for HostEnsemble {
-    fn positions_into(&self, out: &mut Vec<f64>) {
-        out.clear();
-        out.extend_from_slice(self.positions());
-    }
-}
-
-impl ToyChains for ModuleEnsemble<Particles, ToyTarget> {
-    fn positions_into(&self, out: &mut Vec<f64>) {
-        out.clear();
-        for m in self.modules() {
-            out.extend(m.rows().into_iter().flatten());
-        }
+impl ToyPoints for HostPoints {
+    fn positions(&self) -> Cow<'_, [f64]> {
+        Cow::Borrowed(&self.x)
     }
 }
 
-/// What the toy runner needs from a sampler beyond [`Sampler`].
-trait ToySampler: Sampler<Batch = ()> {
-    fn positions_into(&self, out: &mut Vec<f64>);
-    fn theta(&self) -> Option<Vec<f64>> {
-        None
-    }
-    /// Chains whose samples are collected: all, or one (rung 0) for replica exchange.
-    fn output_chains(&self) -> usize {
-        self.n_chains()
-    }
-    fn replica_row(&self) -> Option<Vec<f64>> {
-        None
-    }
-    fn replica_summary(&self, _steps: u64) -> Option<ReplicaSummary> {
-        None
-    }
-}
-
-impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for ToyReplica<E> {
-    fn positions_into(&self, out: &mut Vec<f64>) {
-        self.inner.ensemble().positions_into(out);
-    }
-    fn output_chains(&self) -> usize {
-        1
-    }
-    fn replica_row(&self) -> Option<Vec<f64>> {
-        Some(self.trace_row())
-    }
-    fn replica_summary(&self, steps: u64) -> Option<ReplicaSummary> {
-        Some(ReplicaSummary::of(&self.inner, steps))
-    }
-}
-
-impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for Sgmcmc<E> {
-    fn positions_into(&self, out: &mut Vec<f64>) {
-        self.ensemble().positions_into(out);
-    }
-}
-
-impl<E: Ensemble<Batch = ()> + ToyChains> ToySampler for Contour<E> {
-    fn positions_into(&self, out: &mut Vec<f64>) {
-        self.ensemble().positions_into(out);
-    }
-    fn theta(&self) -> Option<Vec<f64>> {
-        Some(self.theta().theta().to_vec())
+impl ToyPoints for Vec<Particles> {
+    fn positions(&self) -> Cow<'_, [f64]> {
+        Cow::Owned(self.iter().flat_map(|m| m.rows().into_iter().flatten()).collect())
     }
 }
 
@@ -176,151 +127,69 @@ pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppEr
     cfg.validate()?;
     let target = build_target(cfg)?;
     let starts = starts(cfg, &target)?;
-    let spec = cfg.sampler_spec(min_energy(&target, &starts))?;
+    let ctx = BuildContext::steps(cfg.iters)
+        .chains(cfg.chains)
+        .min_energy(min_energy(&target, &starts));
+    let spec = cfg.sampler.spec(&ctx)?;
     match cfg.device.device()? {
         None => {
             let ens = HostEnsemble::new(target.clone(), &starts, cfg.seed)?;
-            drive_spec(spec, ens, cfg, target, show_progress)
+            drive(spec, ens, cfg, target, show_progress)
         }
         Some(device) => {
             let particles = Particles::from_rows(&starts, &device)?;
             let ens = ModuleEnsemble::new(target.clone(), vec![particles], cfg.seed)?;
-            drive_spec(spec, ens, cfg, target, show_progress)
+            drive(spec, ens, cfg, target, show_progress)
         }
     }
 }
 
-fn drive_spec<E: Ensemble<Batch = ()> + ToyChains>(
+fn drive<E>(
     spec: SamplerSpec,
     ens: E,
     cfg: &ToyConfig,
     target: ToyTarget,
     show_progress: bool,
-) -> Result<ToyOutcome, AppError> {
-    match spec {
-        SamplerSpec::Plain(c) => drive(&mut Sgmcmc::new(c, ens)?, cfg, target, show_progress),
-        SamplerSpec::Contour(c) => {
-            let mut out = drive(
-                &mut Contour::new(c.clone(), ens)?,
-                cfg,
-                target,
-                show_progress,
-            )?;
-            out.contour = Some(c);
-            Ok(out)
-        }
-        SamplerSpec::Replica(c) => {
-            let inner = ReplicaExchange::new(c, ens, cfg.seed)?;
-            drive(
-                &mut ToyReplica::new(inner, &cfg.replica),
-                cfg,
-                target,
-                show_progress,
-            )
-        }
-    }
-}
-
-fn drive<S: ToySampler>(
-    sampler: &mut S,
-    cfg: &ToyConfig,
-    target: ToyTarget,
-    show_progress: bool,
-) -> Result<ToyOutcome, AppError> {
-    let p = cfg.chains;
-    let d = target.dim();
-    let thinning = Thinning {
-        burn_in: cfg.burn_in(),
-        thin: cfg.thin,
+) -> Result<ToyOutcome, AppError>
+where
+    E: Ensemble<Batch = ()>,
+    E::Snapshot: ToyPoints,
+{
+    let contour = match &spec {
+        SamplerSpec::Contour(c) => Some(c.clone()),
+        _ => None,
     };
-    let collected_per_chain = (cfg.iters - thinning.burn_in) / thinning.thin;
-    // Plot every chain at every `plot_every`-th collection, at most `max_plot_samples` points.
-    let plot_every = (collected_per_chain as usize * p)
-        .div_ceil(cfg.max_plot_samples.max(1))
-        .max(1);
-    let log_every = (cfg.iters / cfg.log_points.max(1)).max(1);
-    let snapshot_every = (cfg.iters / 100).max(1);
-    let mut theta_trace = Vec::new();
-    let mode_map = target.potential().modes();
-    let outputs = sampler.output_chains();
-    let mut modes = mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs));
-    let mut mean = WeightedMean::new(d);
-    let mut x0 = Traces::new(outputs);
-    let mut chosen: Vec<usize> = Vec::with_capacity(p);
-    let mut replica_trace = Vec::new();
-    let mut plot_samples = Vec::new();
-    let mut metrics = Vec::new();
-    let mut pos = Vec::with_capacity(p * d);
-    let mut n_collections = 0usize;
-    let pb = progress::bar(
+    let mut sampler = spec.build(ens, cfg.seed)?;
+    let outputs = if sampler.as_replica().is_some() {
+        1
+    } else {
+        cfg.chains
+    };
+    let mut collector = Collector::new(cfg, &target, outputs);
+    let c = &mut collector;
+    let bar = progress::bar(
         cfg.iters,
-        &cfg.sampler,
-        show_progress && cfg.iters * p as u64 > 2_000_000,
+        &cfg.sampler.name,
+        show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
-    let tick = (cfg.iters / 200).max(1);
-    let start = Instant::now();
-    let mut bouncy_moves = 0;
-    for k in 0..cfg.iters {
-        // A sample is the pre-move point x_k: the report of step k carries its weight.
-        let keep = thinning.keeps(k);
-        if keep {
-            sampler.positions_into(&mut pos);
-        }
-        let report = sampler.step(&())?;
-        bouncy_moves = report.bouncy_moves;
-        if k % log_every == 0 || k + 1 == cfg.iters {
-            let e = &report.energies;
-            let s = report.step_sizes[0];
-            let psi = report.step_sizes.iter().map(|s| s.multiplier);
-            metrics.push(vec![
-                k as f64,
-                s.lr,
-                s.temperature,
-                e.iter().sum::<f64>() / e.len() as f64,
-                e.iter().copied().fold(f64::INFINITY, f64::min),
-                e.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                psi.clone().fold(f64::INFINITY, f64::min),
-                psi.fold(f64::NEG_INFINITY, f64::max),
-                report.bouncy_moves as f64,
-            ]);
-        }
-        if keep && report.phase != Some(Phase::Exploration) {
-            // Replica exchange collects the chain on rung 0 (after this step's swaps).
-            chosen.clear();
-            if report.rungs.is_empty() {
-                chosen.extend(0..p);
-            } else {
-                chosen.extend(report.rungs.iter().position(|r| *r == 0));
-            }
-            for (slot, &c) in chosen.iter().enumerate() {
-                let x = &pos[c * d..(c + 1) * d];
-                let w = report.weights[c];
-                if let (Some(m), Some(map)) = (modes.as_mut(), mode_map) {
-                    m.push_weighted(slot, map.mode_of(x), w);
-                }
-                mean.add(x, w);
-                if n_collections.is_multiple_of(plot_every) {
-                    plot_samples.push(x.to_vec());
-                }
-            }
-            n_collections += 1;
-            x0.push(chosen.iter().map(|c| pos[c * d]));
-        }
-        if (k % log_every == 0 || k + 1 == cfg.iters)
-            && let Some(row) = sampler.replica_row()
-        {
-            replica_trace.push(std::iter::once(k as f64).chain(row).collect());
-        }
-        if (k % snapshot_every == 0 || k + 1 == cfg.iters)
-            && let Some(t) = sampler.theta()
-        {
-            theta_trace.push(std::iter::once(k as f64).chain(t).collect());
-        }
-        if k % tick == 0 {
-            pb.set_position(k);
-        }
-    }
-    pb.finish_and_clear();
+    let mut progress = progress::report(&bar, 200);
+    let report = Run::steps(cfg.iters)
+        .burn_in(cfg.burn_in())
+        .thin(cfg.thin)
+        .observe(c)
+        .observe(&mut progress)
+        .run(&mut sampler, &mut Repeat(()))?;
+    bar.finish_and_clear();
+    let Collector {
+        modes,
+        mean,
+        x0,
+        plot_samples,
+        metrics,
+        theta_trace,
+        replica_trace,
+        ..
+    } = collector;
     Ok(ToyOutcome {
         target,
         modes,
@@ -328,12 +197,136 @@ fn drive<S: ToySampler>(
         x0,
         plot_samples,
         metrics,
-        wall_seconds: start.elapsed().as_secs_f64(),
-        theta: sampler.theta(),
+        wall_seconds: report.wall_seconds,
+        theta: sampler.theta().map(|t| t.theta().to_vec()),
         theta_trace,
-        bouncy_moves,
-        replica: sampler.replica_summary(cfg.iters),
-        contour: None,
+        bouncy_moves: sampler.report().bouncy_moves,
+        replica: sampler
+            .as_replica()
+            .map(|r| ReplicaSummary::of(r, cfg.iters)),
+        contour,
         replica_trace,
     })
+}
+
+/// The toy's observer: mode traces, means and traces of the kept samples, plot samples, and
+/// the metrics, theta and replica rows at the log points.
+struct Collector<'t> {
+    dim: usize,
+    chains: usize,
+    iters: u64,
+    mode_map: Option<&'t dyn toy::ModeMap>,
+    modes: Option<ModeTraces>,
+    mean: WeightedMean,
+    x0: Traces,
+    plot_every: usize,
+    plot_samples: Vec<Vec<f64>>,
+    collections: usize,
+    metrics: Vec<Vec<f64>>,
+    log_every: u64,
+    snapshot_every: u64,
+    theta_trace: Vec<Vec<f64>>,
+    replica_trace: Vec<Vec<f64>>,
+}
+
+impl<'t> Collector<'t> {
+    fn new(cfg: &ToyConfig, target: &'t ToyTarget, outputs: usize) -> Self {
+        let collected_per_chain = (cfg.iters - cfg.burn_in()) / cfg.thin;
+        let mode_map = target.potential().modes();
+        Self {
+            dim: target.dim(),
+            chains: cfg.chains,
+            iters: cfg.iters,
+            modes: mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs)),
+            mode_map,
+            mean: WeightedMean::new(target.dim()),
+            x0: Traces::new(outputs),
+            // Plot every chain at every `plot_every`-th collection, at most `max_plot_samples`.
+            plot_every: (collected_per_chain as usize * cfg.chains)
+                .div_ceil(cfg.max_plot_samples.max(1))
+                .max(1),
+            plot_samples: Vec::new(),
+            collections: 0,
+            metrics: Vec::new(),
+            log_every: (cfg.iters / cfg.log_points.max(1)).max(1),
+            snapshot_every: (cfg.iters / 100).max(1),
+            theta_trace: Vec::new(),
+            replica_trace: Vec::new(),
+        }
+    }
+
+    fn log_row(report: &StepReport) -> Vec<f64> {
+        let e = &report.energies;
+        let s = report.step_sizes[0];
+        let psi = report.step_sizes.iter().map(|s| s.multiplier);
+        vec![
+            report.step as f64,
+            s.lr,
+            s.temperature,
+            e.iter().sum::<f64>() / e.len() as f64,
+            e.iter().copied().fold(f64::INFINITY, f64::min),
+            e.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            psi.clone().fold(f64::INFINITY, f64::min),
+            psi.fold(f64::NEG_INFINITY, f64::max),
+            report.bouncy_moves as f64,
+        ]
+    }
+}
+
+impl<E> Observer<AnySampler<E>> for Collector<'_>
+where
+    E: Ensemble<Batch = ()>,
+    E::Snapshot: ToyPoints,
+{
+    fn wants_points(&self) -> bool {
+        true
+    }
+
+    fn on_step(
+        &mut self,
+        at: &Progress,
+        sampler: &AnySampler<E>,
+        report: &StepReport,
+    ) -> Result<(), sgmcmc_engine::RunError> {
+        let k = at.step;
+        let last = k + 1 == self.iters;
+        if k.is_multiple_of(self.log_every) || last {
+            self.metrics.push(Self::log_row(report));
+            if let Some(r) = sampler.as_replica() {
+                self.replica_trace
+                    .push(std::iter::once(k as f64).chain(trace_row(r)).collect());
+            }
+        }
+        if (k.is_multiple_of(self.snapshot_every) || last)
+            && let Some(t) = sampler.theta()
+        {
+            self.theta_trace
+                .push(std::iter::once(k as f64).chain(t.theta().iter().copied()).collect());
+        }
+        Ok(())
+    }
+
+    fn on_sample(
+        &mut self,
+        _: &Progress,
+        kept: &Kept<'_, E::Snapshot>,
+    ) -> Result<(), sgmcmc_engine::RunError> {
+        let pos = kept.points.positions();
+        let d = self.dim;
+        debug_assert_eq!(pos.len(), self.chains * d);
+        for (slot, &c) in kept.chains.iter().enumerate() {
+            let x = &pos[c * d..(c + 1) * d];
+            let w = kept.report.weights[c];
+            if let (Some(m), Some(map)) = (self.modes.as_mut(), self.mode_map) {
+                m.push_weighted(slot, map.mode_of(x), w);
+            }
+            self.mean.add(x, w);
+            if self.collections.is_multiple_of(self.plot_every) {
+                self.plot_samples.push(x.to_vec());
+            }
+        }
+        self.collections += 1;
+        self.x0.push(kept.chains.iter().map(|c| pos[c * d]));
+        Ok(())
+    }
 }

@@ -5,11 +5,11 @@
 //! 100 sits in bin 0, where `psi = 1` and every weight is `theta[0]^zeta`, and is then SGLD
 //! step for step.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::sampler::StepReport;
 
 /// Contour diagnostics of one run (`None` in a run of a plain sampler).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ContourStats {
     /// Lowest energy bin `J` visited after burn-in (0-based).
     pub bin_min: usize,
@@ -30,14 +30,14 @@ pub struct ContourStats {
     /// To first order from the start, how far the multiplier could move over the run (see
     /// `Contour::multiplier_reach`); far below 1, the sampler moves as its base kernel.
     pub psi_reach: f64,
-    #[serde(skip)]
-    steps_after_burn_in: u64,
-    #[serde(skip)]
-    bin0_steps: u64,
-    #[serde(skip)]
-    weight_sum: f64,
-    #[serde(skip)]
-    weight_sq_sum: f64,
+    /// Steps after burn-in (the running counts behind `bin0_fraction`).
+    pub steps_after_burn_in: u64,
+    /// Of those, steps in bin 0.
+    pub bin0_steps: u64,
+    /// Sum of the averaged models' weights (behind `effective_models`).
+    pub weight_sum: f64,
+    /// Sum of their squares.
+    pub weight_sq_sum: f64,
 }
 
 impl ContourStats {

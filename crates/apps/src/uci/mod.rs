@@ -18,11 +18,11 @@ pub mod protocol;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sgmcmc_data::UciDataset;
 use sgmcmc_samplers::control::RandomField;
 
-use self::protocol::{UCI_SAMPLERS, UciNoise, UciResult, UciRun, run_split};
+use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split};
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output;
@@ -79,9 +79,26 @@ pub struct UciArgs {
     /// Contour zeta (default: the paper's per dataset).
     #[arg(long)]
     pub zeta: Option<f64>,
-    /// Contour samplers' stochastic-approximation field for `theta` (see [`FieldChoice`]).
-    #[arg(long, value_enum, default_value_t = FieldChoice::Power)]
-    pub field: FieldChoice,
+    /// Contour samplers' stochastic-approximation field for `theta` (see [`FieldChoice`];
+    /// default: the sampler's own, the paper's eq. 9 for `csgld`).
+    #[arg(long, value_enum)]
+    pub field: Option<FieldChoice>,
+    /// Chains (replica exchange and ICSGLD need >= 2).
+    #[arg(long, default_value_t = 1)]
+    pub chains: usize,
+    /// Any sampler setting, `KEY=VALUE` (repeatable), e.g. `momentum=0.95`,
+    /// `replica.temperatures=[1.0, 3.0]`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Save every averaged model as a burn record (`OUT/seed-K/samples/`) for `sgmcmc predict`.
+    #[arg(long)]
+    pub save_samples: bool,
+    /// Write a checkpoint every this many steps (`OUT/seed-K/checkpoint.cbor`; 0 = never).
+    #[arg(long, default_value_t = 0)]
+    pub checkpoint_every: u64,
+    /// Continue the run in this folder (its `config.toml`, finished seeds and checkpoints).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
     /// Data directory holding `uci/` (default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
@@ -186,35 +203,86 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
     (m, var.sqrt())
 }
 
-fn dataset_dir(a: &UciArgs, name: &str) -> PathBuf {
+fn dataset_dir(data_dir: Option<&Path>, name: &str) -> PathBuf {
     let direct = Path::new(name);
     if direct.join("data.txt").exists() {
         return direct.to_path_buf();
     }
-    crate::output::data_root(a.data_dir.as_deref())
-        .join("uci")
-        .join(name)
+    crate::output::data_root(data_dir).join("uci").join(name)
 }
 
-/// Runs every (dataset, sampler, seed) job on `jobs` threads, each computing on one thread of
-/// its own (see [`crate::threads`]); results in job order.
+/// One run of the command: a dataset, the run's settings (with its seed) and its files.
+struct Job {
+    dataset: String,
+    run: UciRun,
+    files: Option<RunFiles>,
+}
+
+/// The resolved settings of `sgmcmc uci` (one dataset and sampler), written to `config.toml`
+/// and read back by `--resume`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UciConfig {
+    /// Dataset name or folder.
+    pub dataset: String,
+    /// Data directory holding `uci/`.
+    pub data_dir: Option<PathBuf>,
+    /// Runs (seed `s` on split `s mod splits`).
+    pub seeds: u64,
+    /// Tensor device.
+    pub device: DeviceChoice,
+    /// The run of seed 0 (the others differ in the seed).
+    pub run: UciRun,
+    /// Steps between checkpoints (0 = none).
+    pub checkpoint_every: u64,
+    /// Save the averaged models.
+    pub save_samples: bool,
+}
+
+/// The run `a` asks for on `dataset` with `sampler`: the paper's protocol with the flags laid
+/// over it.
+fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError> {
+    let (t, z) = paper_settings(dataset);
+    let mut run = UciRun::paper(
+        sampler,
+        a.temperature.unwrap_or(t),
+        a.zeta.unwrap_or(z),
+        0,
+    )
+    .with_field(a.field.map(FieldChoice::field));
+    run.sampler.lr = a.lr;
+    run.sampler.replica.lr_max = 5.0 * a.lr;
+    run.epochs = a.epochs;
+    run.standardize_target = a.standardize_target;
+    run.noise = a.noise_model()?;
+    run.chains = a.chains;
+    run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
+    if a.chains == 0 {
+        return Err(AppError::Usage("chains must be >= 1".into()));
+    }
+    // Every setting is checked before any run starts.
+    run.sampler
+        .spec(&sgmcmc_samplers::registry::BuildContext::steps(1).chains(a.chains))?;
+    Ok(run)
+}
+
+/// Runs every job on `jobs` threads, each computing on one thread of its own (see
+/// [`crate::threads`]); results in job order. A job with files writes its `result.json`.
 fn run_jobs(
-    a: &UciArgs,
-    jobs: &[(String, String, u64)],
+    device: DeviceChoice,
+    threads: usize,
+    jobs: &[Job],
     datasets: &[(String, UciDataset)],
 ) -> Result<Vec<UciResult>, AppError> {
-    let device = a
-        .device
+    let device = device
         .device()?
         .ok_or_else(|| AppError::Usage("uci needs a tensor device (flex, ndarray or wgpu)".into()))?
         .autodiff();
-    let noise = a.noise_model()?;
     let next = Mutex::new(0usize);
     let results: Mutex<Vec<Option<Result<UciResult, AppError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     let pb = crate::progress::bar(jobs.len() as u64, "uci runs", true);
     std::thread::scope(|scope| {
-        for _ in 0..a.jobs.max(1) {
+        for _ in 0..threads.max(1) {
             scope.spawn(|| {
                 // A job whose pool cannot start stays unfinished and is reported as such.
                 let _started = crate::threads::with_threads(1, || {
@@ -225,26 +293,15 @@ fn run_jobs(
                             *n += 1;
                             i
                         };
-                        let Some((ds, sampler, seed)) = jobs.get(i) else {
+                        let Some(job) = jobs.get(i) else {
                             break;
                         };
-                        let data = &datasets.iter().find(|d| &d.0 == ds).expect("loaded").1;
-                        let r = (|| {
-                            let split = data.split((*seed as usize) % data.splits.len())?;
-                            let (t, z) = paper_settings(ds);
-                            let mut run = UciRun::paper(
-                                sampler,
-                                a.temperature.unwrap_or(t),
-                                a.zeta.unwrap_or(z),
-                                *seed,
-                            );
-                            run.epochs = a.epochs;
-                            run.lr = a.lr;
-                            run.standardize_target = a.standardize_target;
-                            run.noise = noise;
-                            run.field = a.field.field();
-                            run_split(&run, &split, &device)
-                        })();
+                        let data = &datasets
+                            .iter()
+                            .find(|d| d.0 == job.dataset)
+                            .expect("loaded")
+                            .1;
+                        let r = run_job(job, data, &device);
                         results.lock().expect("results")[i] = Some(r);
                         pb.inc(1);
                     }
@@ -269,6 +326,7 @@ fn run_jobs(
                 error: Some(why),
                 noise_sd: None,
                 contour: None,
+                predictions: Vec::new(),
             }),
             Some(Err(e)) => Err(e),
             None => Err(AppError::Run("a run did not finish".into())),
@@ -276,112 +334,203 @@ fn run_jobs(
         .collect()
 }
 
+/// One job: a finished one's `result.json` is read back, else the run runs (or resumes).
+fn run_job(
+    job: &Job,
+    data: &UciDataset,
+    device: &burn::tensor::Device,
+) -> Result<UciResult, AppError> {
+    let done = job.files.as_ref().map(|f| f.dir.join("result.json"));
+    if let Some(path) = done.as_ref().filter(|p| p.exists()) {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
+        return serde_json::from_str(&text)
+            .map_err(|e| AppError::Input(format!("{}: {e}", path.display())));
+    }
+    let split = data.split((job.run.seed as usize) % data.splits.len())?;
+    if let Some(f) = &job.files {
+        output::run_dir(&f.dir)?;
+    }
+    let r = run_split(&job.run, &split, device, job.files.as_ref())?;
+    if let Some(path) = done {
+        output::write_json(&path, &r)?;
+    }
+    Ok(r)
+}
+
 /// `sgmcmc uci`.
 pub fn run(a: &UciArgs) -> Result<(), AppError> {
-    let (names, samplers): (Vec<String>, Vec<String>) = if a.table {
-        (
-            ["energy", "concrete", "yacht", "wine-quality-red"]
-                .map(String::from)
-                .to_vec(),
-            ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"]
-                .map(String::from)
-                .to_vec(),
-        )
-    } else {
-        if !UCI_SAMPLERS.contains(&a.sampler.as_str()) {
-            return Err(AppError::Usage(format!(
-                "unknown sampler `{}` (known: {})",
-                a.sampler,
-                UCI_SAMPLERS.join(", ")
-            )));
-        }
-        (vec![a.dataset.clone()], vec![a.sampler.clone()])
-    };
+    if let Some(dir) = &a.resume {
+        return resume(a, dir);
+    }
+    if a.table {
+        return table(a);
+    }
     if a.seeds == 0 || a.epochs == 0 {
         return Err(AppError::Usage("seeds and epochs must be >= 1".into()));
     }
-    let noise = a.noise_model()?;
-    let datasets: Vec<(String, UciDataset)> = names
-        .iter()
-        .map(|n| {
-            let dir = dataset_dir(a, n);
-            let label = dir
-                .file_name()
-                .map_or(n.clone(), |f| f.to_string_lossy().into_owned());
-            UciDataset::load(&dir)
-                .map(|d| (n.clone(), d))
-                .map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))
-        })
-        .collect::<Result<_, _>>()?;
-    let jobs: Vec<(String, String, u64)> = names
-        .iter()
-        .flat_map(|d| {
-            samplers
-                .iter()
-                .flat_map(move |s| (0..a.seeds).map(move |k| (d.clone(), s.clone(), k)))
+    let out = a.out.clone().unwrap_or_else(|| {
+        let suffix = match a.noise {
+            NoiseChoice::Fixed => "",
+            NoiseChoice::Learned => "-learned",
+        };
+        PathBuf::from(format!("runs/uci-{}-{}{suffix}", a.dataset, a.sampler))
+    });
+    let config = UciConfig {
+        dataset: a.dataset.clone(),
+        data_dir: a.data_dir.clone(),
+        seeds: a.seeds,
+        device: a.device,
+        run: run_of(a, &a.dataset, &a.sampler)?,
+        checkpoint_every: a.checkpoint_every,
+        save_samples: a.save_samples,
+    };
+    output::run_dir(&out)?;
+    output::write_toml(&out.join("config.toml"), &config)?;
+    single(&config, a.jobs, &out, false)
+}
+
+/// `sgmcmc uci --resume DIR`: the configuration of `DIR/config.toml`, finished seeds read back,
+/// the others continued from their checkpoints.
+fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
+    let path = dir.join("config.toml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
+    let config: UciConfig = toml::from_str(&text)
+        .map_err(|e| AppError::Input(format!("{}: {}", path.display(), e.to_string().replace('\n', " "))))?;
+    single(&config, a.jobs, dir, true)
+}
+
+/// Runs the seeds of one configuration into `out`.
+fn single(config: &UciConfig, threads: usize, out: &Path, resume: bool) -> Result<(), AppError> {
+    let dir = dataset_dir(config.data_dir.as_deref(), &config.dataset);
+    let label = dir
+        .file_name()
+        .map_or(config.dataset.clone(), |f| f.to_string_lossy().into_owned());
+    let data = UciDataset::load(&dir)
+        .map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))?;
+    let datasets = vec![(config.dataset.clone(), data)];
+    let files = config.checkpoint_every > 0 || config.save_samples;
+    let jobs: Vec<Job> = (0..config.seeds)
+        .map(|seed| Job {
+            dataset: config.dataset.clone(),
+            run: UciRun {
+                seed,
+                ..config.run.clone()
+            },
+            files: files.then(|| RunFiles {
+                dir: out.join(format!("seed-{seed}")),
+                checkpoint_every: config.checkpoint_every,
+                save_samples: config.save_samples,
+                resume,
+            }),
         })
         .collect();
     let start = std::time::Instant::now();
-    let results = run_jobs(a, &jobs, &datasets)?;
+    let results = run_jobs(config.device, threads, &jobs, &datasets)?;
+    let sampler = config.run.sampler.name.clone();
+    let cells = vec![cell(&config.dataset, &sampler, results)];
+    let wall = start.elapsed().as_secs_f64();
+    report(&cells, config.seeds, wall, config.run.noise, out, false)
+}
+
+/// `sgmcmc uci --table`: 4 datasets x 6 samplers.
+fn table(a: &UciArgs) -> Result<(), AppError> {
+    let names = ["energy", "concrete", "yacht", "wine-quality-red"].map(String::from);
+    let samplers = ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"];
+    if a.seeds == 0 || a.epochs == 0 {
+        return Err(AppError::Usage("seeds and epochs must be >= 1".into()));
+    }
+    let datasets: Vec<(String, UciDataset)> = names
+        .iter()
+        .map(|n| {
+            let dir = dataset_dir(a.data_dir.as_deref(), n);
+            UciDataset::load(&dir)
+                .map(|d| (n.clone(), d))
+                .map_err(|e| AppError::Input(format!("dataset `{n}`: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut jobs = Vec::new();
+    for d in &names {
+        for s in samplers {
+            let run = run_of(a, d, s)?;
+            for seed in 0..a.seeds {
+                jobs.push(Job {
+                    dataset: d.clone(),
+                    run: UciRun {
+                        seed,
+                        ..run.clone()
+                    },
+                    files: None,
+                });
+            }
+        }
+    }
+    let start = std::time::Instant::now();
+    let results = run_jobs(a.device, a.jobs, &jobs, &datasets)?;
     let mut cells = Vec::new();
     for (c, chunk) in results.chunks(a.seeds as usize).enumerate() {
-        let (ds, sampler, _) = &jobs[c * a.seeds as usize];
-        for r in chunk.iter().filter_map(|r| r.error.as_ref()) {
-            eprintln!("warning: {ds} / {sampler}: a run failed: {r}");
-        }
-        let ok: Vec<&UciResult> = chunk.iter().filter(|r| r.error.is_none()).collect();
-        let rmse: Vec<f64> = ok.iter().map(|r| r.rmse).collect();
-        let nll: Vec<f64> = ok.iter().map(|r| r.nll).collect();
-        cells.push(Cell {
-            dataset: ds.clone(),
-            sampler: sampler.clone(),
-            runs: chunk.to_vec(),
-            rmse: mean_sd(&rmse),
-            nll: mean_sd(&nll),
-            paper_rmse: paper_rmse(ds, sampler),
-        });
+        let job = &jobs[c * a.seeds as usize];
+        cells.push(cell(&job.dataset, &job.run.sampler.name, chunk.to_vec()));
     }
     let wall = start.elapsed().as_secs_f64();
-    let mut table = render(&cells, a.seeds, wall);
-    if let UciNoise::Learned { shape, rate } = noise {
-        use std::fmt::Write;
-        for c in &cells {
-            let sds: Vec<f64> = c.runs.iter().filter_map(|r| r.noise_sd).collect();
-            let _ = writeln!(
-                table,
-                "{} / {}: learned noise, Gamma({shape}, {rate}) prior; mean sampled noise sd {:.3}",
-                c.dataset,
-                c.sampler,
-                mean_sd(&sds).0
-            );
-        }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
+    report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
+}
+
+fn cell(dataset: &str, sampler: &str, runs: Vec<UciResult>) -> Cell {
+    for r in runs.iter().filter_map(|r| r.error.as_ref()) {
+        eprintln!("warning: {dataset} / {sampler}: a run failed: {r}");
     }
+    let ok: Vec<&UciResult> = runs.iter().filter(|r| r.error.is_none()).collect();
+    let rmse: Vec<f64> = ok.iter().map(|r| r.rmse).collect();
+    let nll: Vec<f64> = ok.iter().map(|r| r.nll).collect();
+    Cell {
+        dataset: dataset.to_string(),
+        sampler: sampler.to_string(),
+        rmse: mean_sd(&rmse),
+        nll: mean_sd(&nll),
+        paper_rmse: paper_rmse(dataset, sampler),
+        runs,
+    }
+}
+
+/// Prints and writes the table (`table.md`, `runs.csv`, `summary.json` or `table.json`).
+fn report(
+    cells: &[Cell],
+    seeds: u64,
+    wall: f64,
+    noise: UciNoise,
+    out: &Path,
+    grid: bool,
+) -> Result<(), AppError> {
+    let mut table = render(cells, seeds, wall);
     {
         use std::fmt::Write;
-        for c in &cells {
-            let stats: Vec<_> = c.runs.iter().filter_map(|r| r.contour.as_ref()).collect();
-            if let Some(line) = contour_stats::describe(&stats) {
+        if let UciNoise::Learned { shape, rate } = noise {
+            for c in cells {
+                let sds: Vec<f64> = c.runs.iter().filter_map(|r| r.noise_sd).collect();
                 let _ = writeln!(
                     table,
-                    "{} / {} ({:?} field): {line}",
-                    c.dataset, c.sampler, a.field
+                    "{} / {}: learned noise, Gamma({shape}, {rate}) prior; mean sampled noise sd {:.3}",
+                    c.dataset,
+                    c.sampler,
+                    mean_sd(&sds).0
                 );
+            }
+        }
+        for c in cells {
+            let stats: Vec<_> = c.runs.iter().filter_map(|r| r.contour.as_ref()).collect();
+            if let Some(line) = contour_stats::describe(&stats) {
+                let _ = writeln!(table, "{} / {}: {line}", c.dataset, c.sampler);
             }
         }
     }
     print!("{table}");
-    let out = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from(if a.table {
-            "runs/uci-table".to_string()
-        } else {
-            let suffix = match noise {
-                UciNoise::Fixed { .. } => "",
-                UciNoise::Learned { .. } => "-learned",
-            };
-            format!("runs/uci-{}-{}{suffix}", a.dataset, a.sampler)
-        })
-    });
-    output::run_dir(&out)?;
+    output::run_dir(out)?;
     output::write_atomic(&out.join("table.md"), table.as_bytes())?;
     let rows: Vec<Vec<f64>> = cells
         .iter()
@@ -401,17 +550,12 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     let summary = serde_json::json!({
         "wall_seconds": wall,
         "noise": noise,
-        "field": a.field.field(),
         "cells": cells,
         "rmse": cells.first().map(|c| c.rmse.0),
         "nll": cells.first().map(|c| c.nll.0),
     });
     output::write_json(
-        &out.join(if a.table {
-            "table.json"
-        } else {
-            "summary.json"
-        }),
+        &out.join(if grid { "table.json" } else { "summary.json" }),
         &summary,
     )?;
     println!("wrote {}", out.display());

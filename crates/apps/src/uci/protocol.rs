@@ -10,7 +10,9 @@
 //! M-SGD run at 0); contour samplers partition the stochastic energy from 0 into 1000 bins of
 //! 100 (the paper gives `du` only; 1000 bins cover every dataset's energies after warm-up) with
 //! the dataset's zeta, a uniform initial `theta`, `omega_k = min(0.01, 1 / (k^0.6 + 100))` and
-//! the power field of eq. 9 unless [`UciRun::field`] says otherwise. With that field `theta`
+//! the power field of eq. 9 unless `contour.field` says otherwise. Any registry sampler runs
+//! (replica exchange and ICSGLD with `chains >= 2`; samples come from every chain, or from the
+//! chain on rung 0). With that field `theta`
 //! moves by `omega theta[J]^zeta` per step: at Yacht's `zeta = 2.5` the multiplier can move by
 //! about 1e-4 over a run, at Wine's `zeta = 10` by about 1e-25, so there CSGLD is SGLD (see
 //! [`ContourStats`]). Prediction: the mean over 50 models taken evenly over the second half of
@@ -27,11 +29,15 @@
 //! models, each a Gaussian with its own mean and its own sampled `1 / lambda_k`
 //! ([`MixtureNll`]), in original units. RMSE is unchanged (the mixture's mean).
 
-use std::time::Instant;
+use std::path::PathBuf;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
+use sgmcmc_engine::observers::SampleSaver;
+use sgmcmc_engine::{
+    BatchSource, Checkpoint, Checkpoints, Kept, Observer, Progress, Run, RunError, init,
+};
 use sgmcmc_models::metrics::{gaussian_nll, rmse};
 use sgmcmc_models::mixture_nll::MixtureNll;
 use sgmcmc_models::mlp::MlpPosterior;
@@ -39,24 +45,18 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
     Activation, Likelihood, MlpConfig, Network, Posterior, Scale, Targets, WithNoise,
 };
-use sgmcmc_samplers::control::{EnergyPartition, RandomField};
+use sgmcmc_samplers::control::{RandomField, ThetaInit};
+use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
-use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{ContourConfig, SgmcmcConfig};
-use sgmcmc_samplers::target::Target;
+use sgmcmc_samplers::sampler::StepReport;
 
 use super::contour_stats::ContourStats;
 use crate::error::AppError;
-use crate::net_runner::{NetRunner, NetSpec, seeded};
-
-/// Samplers `sgmcmc uci` runs by name.
-pub const UCI_SAMPLERS: &[&str] = &[
-    "sgd", "msgd", "sgld", "sghmc", "psgld", "csgld", "csghmc", "pcsgld",
-];
 
 /// The observation noise model of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum UciNoise {
     /// Fixed noise precision (the paper: 1 in the target's units).
@@ -99,27 +99,19 @@ impl UciNoise {
 }
 
 /// The settings of one run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UciRun {
-    /// Sampler name (one of [`UCI_SAMPLERS`]).
-    pub sampler: String,
+    /// The sampler (registry name and hyper-parameters; lr at full-data scale).
+    pub sampler: SamplerSettings,
+    /// Chains (rungs of replica exchange, ICSGLD's P).
+    pub chains: usize,
     /// Epochs.
     pub epochs: usize,
     /// Minibatch size.
     pub batch: usize,
-    /// Learning rate at full-data scale.
-    pub lr: f64,
     /// L2 weight decay on the mean loss.
     pub weight_decay: f64,
-    /// Temperature of the stochastic samplers.
-    pub temperature: f64,
-    /// Contour `zeta`.
-    pub zeta: f64,
-    /// Contour bin width on the stochastic energy.
-    pub du: f64,
-    /// Contour stochastic-approximation field for `theta`.
-    pub field: RandomField,
-    /// Models averaged.
+    /// Models averaged (per target chain).
     pub models: usize,
     /// Seed (initialisation, minibatches, noise).
     pub seed: u64,
@@ -132,26 +124,40 @@ pub struct UciRun {
 impl UciRun {
     /// The paper's protocol for `sampler` with the dataset's `(tau, zeta)`.
     pub fn paper(sampler: &str, temperature: f64, zeta: f64, seed: u64) -> Self {
+        let mut s = SamplerSettings::named(sampler);
+        s.lr = 5e-6;
+        s.temperature = temperature;
+        s.contour.zeta = zeta;
+        s.contour.du = 100.0;
+        s.contour.bins = 1000;
+        s.contour.u_min = Some(0.0);
+        s.contour.theta_init = Some(ThetaInit::Uniform);
+        // Networks carry no injected noise: energies on one batch do not vary, so the toys'
+        // variance refresh would measure nothing; a DEO* ladder tops out at 5 x lr.
+        s.replica.variance_period = 0;
+        s.replica.lr_max = 5.0 * s.lr;
         Self {
-            sampler: sampler.to_string(),
+            sampler: s,
+            chains: 1,
             epochs: 5000,
             batch: 50,
-            lr: 5e-6,
             weight_decay: 1e-4,
-            temperature,
-            zeta,
-            du: 100.0,
-            field: RandomField::Power,
             models: 50,
             seed,
             standardize_target: false,
             noise: UciNoise::Fixed { precision: 1.0 },
         }
     }
+
+    /// Sets the contour field (the paper's eq. 9 is the power field).
+    pub fn with_field(mut self, field: Option<RandomField>) -> Self {
+        self.sampler.contour.field = field;
+        self
+    }
 }
 
 /// What one run measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct UciResult {
     /// Test RMSE in original units.
     pub rmse: f64,
@@ -168,91 +174,242 @@ pub struct UciResult {
     pub noise_sd: Option<f64>,
     /// Contour samplers: bins visited, multiplier range, effective number of models.
     pub contour: Option<ContourStats>,
+    /// The model average's test predictions in original units (its mean).
+    #[serde(default)]
+    pub predictions: Vec<f64>,
 }
 
-fn runner<M, T>(run: &UciRun, ens: ModuleEnsemble<M, T>) -> Result<NetRunner<M, T>, AppError>
+/// Where a run keeps its files (checkpoints, saved samples).
+#[derive(Clone, Debug, Default)]
+pub struct RunFiles {
+    /// The run's folder.
+    pub dir: PathBuf,
+    /// Steps between checkpoints (0: none).
+    pub checkpoint_every: u64,
+    /// Save every averaged model as a burn record under `dir/samples`.
+    pub save_samples: bool,
+    /// Continue from `dir/checkpoint.cbor` if it exists.
+    pub resume: bool,
+}
+
+/// The paper's minibatches: the training rows shuffled in place by one Fisher-Yates pass per
+/// epoch from a stream of the run's seed (each epoch shuffles the previous epoch's order), in
+/// batches of `batch`, the last partial batch dropped. Epochs are replayed from the start when
+/// a resumed run asks for a later one.
+struct UciBatches {
+    x: Tensor<2>,
+    y: Tensor<2>,
+    batch: usize,
+    seed: u64,
+    rng: ChainRng,
+    order: Vec<usize>,
+    epoch: Option<u64>,
+}
+
+impl UciBatches {
+    fn new(x: Tensor<2>, y: Tensor<2>, batch: usize, seed: u64) -> Self {
+        let n = x.dims()[0];
+        Self {
+            x,
+            y,
+            batch,
+            seed,
+            rng: ChainRng::new(seed, 1 << 40),
+            order: (0..n).collect(),
+            epoch: None,
+        }
+    }
+
+    fn shuffle(&mut self) {
+        for i in (1..self.order.len()).rev() {
+            self.order.swap(i, self.rng.below(i + 1));
+        }
+    }
+}
+
+impl BatchSource for UciBatches {
+    type Batch = Batch<Tensor<2>>;
+
+    fn batches_per_epoch(&self) -> Option<u64> {
+        Some((self.order.len() / self.batch) as u64)
+    }
+
+    fn batch(&mut self, epoch: u64, index: u64) -> Result<Self::Batch, RunError> {
+        if self.epoch.is_some_and(|e| e > epoch) {
+            *self = Self::new(self.x.clone(), self.y.clone(), self.batch, self.seed);
+        }
+        while self.epoch != Some(epoch) {
+            self.shuffle();
+            self.epoch = Some(self.epoch.map_or(0, |e| e + 1));
+        }
+        let b = self.batch;
+        let start = index as usize * b;
+        let idx: Vec<i64> = self.order[start..start + b]
+            .iter()
+            .map(|&i| i as i64)
+            .collect();
+        let idx = Tensor::<1, Int>::from_data(TensorData::new(idx, [b]), &self.x.device());
+        Ok(Batch {
+            x: self.x.clone().select(0, idx.clone()),
+            y: Targets::Real(self.y.clone().select(0, idx)),
+        })
+    }
+}
+
+/// The run's predictions: the weighted sums over the averaged models of the test and train
+/// predictions (model units), and with learned noise the mixture predictive.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Sums {
+    test: Vec<f64>,
+    test_sq: Vec<f64>,
+    train: Vec<f64>,
+    weight: f64,
+    mixture: MixtureNll,
+    sd: f64,
+    stats: Option<ContourStats>,
+}
+
+/// The UCI observer: accumulates [`Sums`] at kept steps and the contour statistics every step.
+struct Average<'a> {
+    x_test: Tensor<2>,
+    x_train: Tensor<2>,
+    back: &'a dyn Fn(f64) -> f64,
+    unit: f64,
+    burn_in: u64,
+    sums: Sums,
+}
+
+fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, RunError> {
+    t.into_data()
+        .try_into_vec::<f32>()
+        .map(|v| v.into_iter().map(f64::from).collect())
+        .map_err(|e| RunError::Observer(format!("reading predictions: {e:?}")))
+}
+
+impl<M, T> Observer<AnySampler<ModuleEnsemble<M, T>>> for Average<'_>
 where
     M: Network<Input = Tensor<2>>,
     T: Target<M, Batch = Batch<Tensor<2>>>,
 {
-    let (kernel, stochastic) = match run.sampler.as_str() {
-        "sgd" => (Kernel::Sgd, false),
-        "msgd" => (Kernel::Momentum { mu: 0.9 }, false),
-        "sgld" | "csgld" => (Kernel::Sgld, true),
-        "sghmc" | "csghmc" => (Kernel::sghmc(), true),
-        "psgld" | "pcsgld" => (Kernel::psgld(), true),
-        other => {
-            return Err(AppError::Usage(format!(
-                "unknown sampler `{other}` (known: {})",
-                UCI_SAMPLERS.join(", ")
-            )));
+    fn wants_points(&self) -> bool {
+        true
+    }
+
+    fn on_step(
+        &mut self,
+        at: &Progress,
+        _: &AnySampler<ModuleEnsemble<M, T>>,
+        report: &StepReport,
+    ) -> Result<(), RunError> {
+        if let Some(s) = self.sums.stats.as_mut() {
+            s.step(report, at.step >= self.burn_in);
         }
-    };
-    let tau = if stochastic { run.temperature } else { 0.0 };
-    let base = SgmcmcConfig::constant(kernel, run.lr, tau);
-    let spec = if matches!(run.sampler.as_str(), "csgld" | "csghmc" | "pcsgld") {
-        NetSpec::Contour(ContourConfig::new(
-            base,
-            EnergyPartition::new(0.0, run.du, 1000)?,
-            run.field,
-            run.zeta,
-        ))
-    } else {
-        NetSpec::Plain(base)
-    };
-    NetRunner::new(&spec, ens)
+        Ok(())
+    }
+
+    fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
+        let s = &mut self.sums;
+        for &c in kept.chains {
+            let m = &kept.points[c];
+            // The importance weight of the pre-move point, the model taken.
+            let w = kept.report.weights[c];
+            if let Some(st) = s.stats.as_mut() {
+                st.model(w);
+            }
+            let pt = to_vec(m.forward(self.x_test.clone()))?;
+            let pr = to_vec(m.forward(self.x_train.clone()))?;
+            for (sum, (q, p)) in s.test.iter_mut().zip(s.test_sq.iter_mut().zip(&pt)) {
+                *sum += w * p;
+                *q += w * p * p;
+            }
+            for (sum, p) in s.train.iter_mut().zip(&pr) {
+                *sum += w * p;
+            }
+            if let Some(lp) = m.log_precision() {
+                let lp = f64::from(lp.val().into_scalar::<f32>());
+                let sd = self.unit * (-0.5 * lp).exp();
+                let means: Vec<f64> = pt.iter().map(|p| (self.back)(*p)).collect();
+                s.mixture.add(w, &means, sd);
+                s.sd += w * sd;
+            }
+            s.weight += w;
+        }
+        Ok(())
+    }
+
+    fn save(&self) -> Result<Vec<u8>, RunError> {
+        sgmcmc_engine::observer::encode(&self.sums)
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
+        self.sums = sgmcmc_engine::observer::decode(state)?;
+        Ok(())
+    }
 }
 
-/// Runs `run` on `data` on `device` (plain or autodiff). An NLL that is not finite (a collapsed
-/// predictive spread) is reported as such.
+/// Runs `run` on `data` on `device` (plain or autodiff), with its files in `files` (if any).
+/// An NLL that is not finite (a collapsed predictive spread) is reported as such.
 ///
 /// With the paper's fixed noise the MLP runs on the plain device with the closed-form gradients
 /// of [`MlpPosterior`] (the same energy and gradients as autodiff's to rounding, about twice
 /// the steps per second); a learned noise precision needs [`WithNoise`] and runs on the
 /// autodiff device with the autodiff [`Posterior`].
-pub fn run_split(run: &UciRun, data: &SplitData, device: &Device) -> Result<UciResult, AppError> {
-    let mlp = MlpConfig {
-        inputs: data.n_features,
-        hidden: vec![50],
-        outputs: 1,
-        activation: Activation::Relu,
-    };
+pub fn run_split(
+    run: &UciRun,
+    data: &SplitData,
+    device: &Device,
+    files: Option<&RunFiles>,
+) -> Result<UciResult, AppError> {
+    let mlp = uci_mlp(data.n_features);
     run.noise.validate()?;
     let posterior = Posterior {
         likelihood: run.noise.likelihood(),
         scale: Scale::from_weight_decay(data.n_train(), run.weight_decay),
     };
+    let n = run.chains.max(1);
     match run.noise {
         UciNoise::Fixed { .. } => {
             let plain = device.clone().without_autodiff();
-            let model = seeded(&plain, run.seed, || mlp.init(&plain));
-            run_model(run, data, &plain, model, MlpPosterior::new(posterior))
+            let models = init::chains(&plain, run.seed, n, || mlp.init(&plain));
+            run_model(run, data, &plain, models, MlpPosterior::new(posterior), files)
         }
         UciNoise::Learned { .. } => {
             let ad = device.clone().autodiff();
-            let net = seeded(&ad, run.seed, || mlp.init(&ad));
-            let model = WithNoise::new(net, 1.0, &ad)?;
-            run_model(run, data, &ad, model, posterior)
+            let models = init::chains(&ad, run.seed, n, || mlp.init(&ad))
+                .into_iter()
+                .map(|net| WithNoise::new(net, 1.0, &ad))
+                .collect::<Result<Vec<_>, _>>()?;
+            run_model(run, data, &ad, models, posterior, files)
         }
     }
 }
 
-/// [`run_split`] for a given initial model (an MLP, or an MLP with a learned noise precision)
-/// and its posterior.
+/// The paper's network: one hidden layer of 50 ReLU units.
+pub fn uci_mlp(inputs: usize) -> MlpConfig {
+    MlpConfig {
+        inputs,
+        hidden: vec![50],
+        outputs: 1,
+        activation: Activation::Relu,
+    }
+}
+
+/// [`run_split`] for given initial models (MLPs, or MLPs with a learned noise precision) and
+/// their posterior.
 fn run_model<M, T>(
     run: &UciRun,
     data: &SplitData,
     device: &Device,
-    model: M,
+    models: Vec<M>,
     posterior: T,
+    files: Option<&RunFiles>,
 ) -> Result<UciResult, AppError>
 where
     M: Network<Input = Tensor<2>>,
     T: Target<M, Batch = Batch<Tensor<2>>>,
 {
-    let start = Instant::now();
     let (n, d) = (data.n_train(), data.n_features);
-    if n < run.batch {
+    if run.batch == 0 || n < run.batch {
         return Err(AppError::Input(format!(
             "the training split has {n} rows, fewer than the batch size {}",
             run.batch
@@ -278,111 +435,88 @@ where
         TensorData::new(data.x_test.clone(), [data.n_test(), d]),
         device,
     );
-    let ens = ModuleEnsemble::new(posterior, vec![model], run.seed)?;
-    let mut sampler = runner(run, ens)?;
-    let per_epoch = n / run.batch;
-    let total = (run.epochs * per_epoch) as u64;
+    let per_epoch = (n / run.batch) as u64;
+    let total = run.epochs as u64 * per_epoch;
     let burn = total / 2;
     let every = ((total - burn) / run.models.max(1) as u64).max(1);
-    let mut rng = ChainRng::new(run.seed, 1 << 40);
-    let mut order: Vec<usize> = (0..n).collect();
-    let (mut test_sum, mut test_sq, mut train_sum, mut wsum) = (
-        vec![0.0f64; data.n_test()],
-        vec![0.0f64; data.n_test()],
-        vec![0.0f64; n],
-        0.0,
-    );
-    // Learned noise: the mixture predictive and the weighted sum of the sampled noise sds.
-    let mut mixture = MixtureNll::new(data.y_test_raw.clone());
-    let mut sd_sum = 0.0;
-    let mut stats = sampler.psi_reach(total).map(ContourStats::new);
-    let mut k = 0u64;
-    for _ in 0..run.epochs {
-        // Fisher-Yates shuffle of the training rows.
-        for i in (1..n).rev() {
-            order.swap(i, rng.below(i + 1));
-        }
-        for chunk in order.chunks_exact(run.batch) {
-            let idx: Vec<i64> = chunk.iter().map(|&i| i as i64).collect();
-            let idx = Tensor::<1, Int>::from_data(TensorData::new(idx, [run.batch]), device);
-            let batch = Batch {
-                x: x_train.clone().select(0, idx.clone()),
-                y: Targets::Real(y_train.clone().select(0, idx)),
-            };
-            let take = k >= burn && (k - burn).is_multiple_of(every);
-            let model = take.then(|| sampler.modules()[0].clone());
-            // The importance weight of the pre-move point, the model just taken.
-            let report = sampler.step(&batch)?;
-            let w = report.weights[0];
-            if let Some(s) = stats.as_mut() {
-                s.step(report, k >= burn);
-                if model.is_some() {
-                    s.model(w);
-                }
-            }
-            if let Some(m) = model {
-                let pt = to_vec(m.forward(x_test.clone()))?;
-                let pr = to_vec(m.forward(x_train.clone()))?;
-                for (s, (q, p)) in test_sum.iter_mut().zip(test_sq.iter_mut().zip(&pt)) {
-                    *s += w * p;
-                    *q += w * p * p;
-                }
-                for (s, p) in train_sum.iter_mut().zip(&pr) {
-                    *s += w * p;
-                }
-                if let Some(s) = m.log_precision() {
-                    let s = f64::from(s.val().into_scalar::<f32>());
-                    let sd = unit * (-0.5 * s).exp();
-                    let means: Vec<f64> = pt.iter().map(|p| back(*p)).collect();
-                    mixture.add(w, &means, sd);
-                    sd_sum += w * sd;
-                }
-                wsum += w;
-            }
-            k += 1;
-        }
+    let ctx = BuildContext::steps(total).chains(models.len());
+    let ens = ModuleEnsemble::new(posterior, models, run.seed)?;
+    let mut sampler = run.sampler.spec(&ctx)?.build(ens, run.seed)?;
+    let mut average = Average {
+        x_test,
+        x_train: x_train.clone(),
+        back: &*back,
+        unit,
+        burn_in: burn,
+        sums: Sums {
+            test: vec![0.0; data.n_test()],
+            test_sq: vec![0.0; data.n_test()],
+            train: vec![0.0; n],
+            weight: 0.0,
+            mixture: MixtureNll::new(data.y_test_raw.clone()),
+            sd: 0.0,
+            stats: sampler.multiplier_reach(total).map(ContourStats::new),
+        },
+    };
+    let mut saver = files
+        .filter(|f| f.save_samples)
+        .map(|f| SampleSaver::new(f.dir.join("samples")));
+    let mut batches = UciBatches::new(x_train, y_train, run.batch, run.seed);
+    let mut r = Run::epochs(run.epochs as u64)
+        .burn_in(burn)
+        .thin(every)
+        .observe(&mut average);
+    if let Some(s) = saver.as_mut() {
+        r = r.observe(s);
     }
+    if let Some(f) = files.filter(|f| f.checkpoint_every > 0) {
+        let path = f.dir.join("checkpoint.cbor");
+        if f.resume && path.exists() {
+            r = r.resume(Checkpoint::read(&path)?);
+        }
+        r = r.checkpoints(Checkpoints::new(path, f.checkpoint_every));
+    }
+    let report = r.run(&mut sampler, &mut batches)?;
+    let s = average.sums;
+    let wsum = s.weight;
     if wsum.is_nan() || wsum <= 0.0 {
         return Err(AppError::Run(
             "no model was collected (weights vanished)".into(),
         ));
     }
     // Plug-in noise variance (model units): mean squared training residual of the BMA.
-    let noise = train_sum
+    let noise = s
+        .train
         .iter()
         .zip(&y_fit)
-        .map(|(s, y)| (s / wsum - f64::from(*y)).powi(2))
+        .map(|(t, y)| (t / wsum - f64::from(*y)).powi(2))
         .sum::<f64>()
         / n as f64;
     let (mut pred, mut var) = (Vec::new(), Vec::new());
-    for (s, q) in test_sum.iter().zip(&test_sq) {
-        let mean = s / wsum;
+    for (t, q) in s.test.iter().zip(&s.test_sq) {
+        let mean = t / wsum;
         let v = (q / wsum - mean * mean).max(0.0) + noise;
         let p = back(mean);
         pred.push(p);
         var.push((back(mean + v.sqrt()) - p).powi(2));
     }
     let learned = matches!(run.noise, UciNoise::Learned { .. });
-    let nll = match mixture.value() {
+    let nll = match s.mixture.value() {
         Some(v) if learned => v,
         _ => gaussian_nll(&pred, &var, &data.y_test_raw),
     };
     Ok(UciResult {
         rmse: rmse(&pred, &data.y_test_raw),
         nll,
-        steps: k,
-        wall_seconds: start.elapsed().as_secs_f64(),
+        steps: report.steps,
+        wall_seconds: report.wall_seconds,
         error: None,
-        noise_sd: learned.then(|| sd_sum / wsum),
-        contour: stats.map(|s| s.finish(sampler.theta())),
+        noise_sd: learned.then(|| s.sd / wsum),
+        contour: s
+            .stats
+            .map(|st| st.finish(sampler.theta().map(|t| t.theta()))),
+        predictions: pred,
     })
-}
-
-fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, AppError> {
-    t.into_data()
-        .try_into_vec::<f32>()
-        .map(|v| v.into_iter().map(f64::from).collect())
-        .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))
 }
 
 #[cfg(test)]
@@ -409,9 +543,9 @@ mod tests {
         for sampler in ["sgld", "csgld"] {
             let mut run = UciRun::paper(sampler, 1.0, 1.0, 1);
             run.epochs = 200;
-            run.lr = 1e-4;
+            run.sampler.lr = 1e-4;
             run.noise = UciNoise::learned(None, None);
-            let r = run_split(&run, &split, &device).unwrap();
+            let r = run_split(&run, &split, &device, None).unwrap();
             let sd = r.noise_sd.unwrap();
             println!(
                 "{sampler}: RMSE {:.3}, NLL {:.3}, sampled noise sd {sd:.3}",
@@ -424,10 +558,10 @@ mod tests {
         // The paper's fixed precision reports no sampled noise.
         let mut run = UciRun::paper("sgld", 1.0, 1.0, 1);
         run.epochs = 5;
-        assert!(run_split(&run, &split, &device).unwrap().noise_sd.is_none());
+        assert!(run_split(&run, &split, &device, None).unwrap().noise_sd.is_none());
         run.noise = UciNoise::learned(Some(-1.0), None);
         assert!(matches!(
-            run_split(&run, &split, &device),
+            run_split(&run, &split, &device, None),
             Err(AppError::Usage(m)) if m.contains("noise shape")
         ));
     }

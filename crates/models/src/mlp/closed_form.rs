@@ -23,7 +23,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, activation, module::linear};
 use sgmcmc_samplers::TargetError;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::target::{Estimate, Target};
+use sgmcmc_samplers::density::{Estimate, Target};
 
 use super::{Mlp, tanh_slope, tanh_value};
 use crate::likelihood::{Likelihood, Targets, categorical_value_grad};

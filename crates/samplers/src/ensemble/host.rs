@@ -1,10 +1,11 @@
 //! Toy chains in host memory: the tensor-free fast path.
 
 use super::{Ensemble, needs_noise};
+use crate::checkpoint::{EnsembleState, mismatch};
 use crate::error::{SamplerError, TargetError};
 use crate::kernel::{Coefficients, Kernel};
 use crate::rng::ChainRng;
-use crate::target::toy::ToyTarget;
+use crate::density::toy::ToyTarget;
 
 /// A target evaluated in host `f64`: a toy potential with injected noise (`Batch = ()`), or a
 /// small data posterior whose minibatches are index lists.
@@ -36,6 +37,22 @@ impl HostTarget for ToyTarget {
     }
 }
 
+/// The points of host chains: row-major `[P, d]` positions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostPoints {
+    /// Dimension `d` of a chain.
+    pub dim: usize,
+    /// Positions, row-major `[P, d]`.
+    pub x: Vec<f64>,
+}
+
+impl HostPoints {
+    /// Position of chain `p`.
+    pub fn chain(&self, p: usize) -> &[f64] {
+        &self.x[p * self.dim..(p + 1) * self.dim]
+    }
+}
+
 /// `P` chains of a host target, stored as a row-major `[P, d]` array of `f64`.
 ///
 /// Runs the same kernel formulas as the tensor path (the [`crate::kernel::Lane`] impl for
@@ -49,6 +66,8 @@ pub struct HostEnsemble<T: HostTarget = ToyTarget> {
     grad: Vec<f64>,
     state: Vec<f64>,
     slots: usize,
+    /// One element's kernel state during a step (as many slots as the kernel keeps).
+    scratch: Vec<f64>,
     rngs: Vec<ChainRng>,
     energies: Vec<f64>,
 }
@@ -71,6 +90,7 @@ impl<T: HostTarget> HostEnsemble<T> {
             grad: vec![0.0; n * dim],
             state: Vec::new(),
             slots: 0,
+            scratch: Vec::new(),
             rngs: ChainRng::streams(seed, n),
             energies: vec![0.0; n],
         })
@@ -99,6 +119,7 @@ impl<T: HostTarget> HostEnsemble<T> {
 
 impl<T: HostTarget> Ensemble for HostEnsemble<T> {
     type Batch = T::Batch;
+    type Snapshot = HostPoints;
 
     fn n_chains(&self) -> usize {
         self.energies.len()
@@ -123,23 +144,69 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         if self.slots != slots {
             self.slots = slots;
             self.state = vec![0.0; slots * self.x.len()];
+            self.scratch = vec![0.0; slots];
         }
         let noisy = needs_noise(kernel, coefs, refresh);
         let d = self.dim;
         let len = self.x.len();
+        let st = &mut self.scratch;
         for (p, (c, rng)) in coefs.iter().zip(self.rngs.iter_mut()).enumerate() {
             for i in p * d..(p + 1) * d {
-                let mut st = [0.0f64; 1];
-                for (s, v) in st.iter_mut().enumerate().take(slots) {
+                for (s, v) in st.iter_mut().enumerate() {
                     *v = self.state[s * len + i];
                 }
                 let noise = || if noisy { rng.normal() } else { 0.0 };
-                self.x[i] =
-                    kernel.update(self.x[i], self.grad[i], &mut st[..slots], noise, c, refresh);
-                for (s, v) in st.iter().enumerate().take(slots) {
+                self.x[i] = kernel.update(self.x[i], self.grad[i], st, noise, c, refresh);
+                for (s, v) in st.iter().enumerate() {
                     self.state[s * len + i] = *v;
                 }
             }
         }
+    }
+
+    fn snapshot_into(&self, out: &mut HostPoints) {
+        out.dim = self.dim;
+        out.x.clear();
+        out.x.extend_from_slice(&self.x);
+    }
+
+    fn state(&self) -> Result<EnsembleState, SamplerError> {
+        Ok(EnsembleState::Host {
+            dim: self.dim,
+            x: self.x.clone(),
+            state: self.state.clone(),
+            slots: self.slots,
+            rngs: self.rngs.clone(),
+        })
+    }
+
+    fn restore(&mut self, state: EnsembleState) -> Result<(), SamplerError> {
+        let EnsembleState::Host {
+            dim,
+            x,
+            state,
+            slots,
+            rngs,
+        } = state
+        else {
+            return Err(mismatch("a module ensemble's state given to host chains"));
+        };
+        if dim != self.dim || x.len() != self.x.len() || rngs.len() != self.rngs.len() {
+            return Err(mismatch(format!(
+                "{} chains of dimension {dim} saved, the ensemble has {} of dimension {}",
+                rngs.len(),
+                self.rngs.len(),
+                self.dim
+            )));
+        }
+        if state.len() != slots * x.len() {
+            return Err(mismatch("kernel state does not match its slot count"));
+        }
+        self.x = x;
+        self.state = state;
+        self.slots = slots;
+        self.scratch = vec![0.0; slots];
+        self.rngs = rngs;
+        Ok(())
     }
 }

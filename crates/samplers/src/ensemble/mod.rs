@@ -3,8 +3,8 @@
 //! parameters themselves.
 //!
 //! * [`ModuleEnsemble`]: burn modules on any device. Network chains are separate module copies
-//!   (one chain per module); `P` toy chains can be the rows of one `[P, d]` module
-//!   ([`crate::target::particles::Particles`]), so 1000 chains cost about one.
+//!   (one chain per module, stepped on parallel threads); `P` toy chains can be the rows of one
+//!   `[P, d]` module ([`crate::density::particles::Particles`]), so 1000 chains cost about one.
 //! * [`HostEnsemble`]: toy chains in host `f64` memory, the tensor-free fast path for analytic
 //!   targets, where burn's per-operation overhead would dominate a 1-D step. Same kernel
 //!   formulas, same random streams.
@@ -12,9 +12,10 @@
 mod host;
 mod module;
 
-pub use host::{HostEnsemble, HostTarget};
+pub use host::{HostEnsemble, HostPoints, HostTarget};
 pub use module::{ModuleEnsemble, module_values, with_module_values};
 
+use crate::checkpoint::EnsembleState;
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel};
 
@@ -22,6 +23,11 @@ use crate::kernel::{Coefficients, Kernel};
 pub trait Ensemble {
     /// What one step consumes (a minibatch, `()` for toys).
     type Batch;
+
+    /// The chains' points as samples, taken before a step ([`Ensemble::snapshot_into`]):
+    /// module handles for burn chains (cheap: tensors are reference-counted), positions for
+    /// host chains.
+    type Snapshot: Default;
 
     /// Number of chains.
     fn n_chains(&self) -> usize;
@@ -34,10 +40,19 @@ pub trait Ensemble {
     /// `coefs[p]` are chain `p`'s coefficients ([`Kernel::coefficients`]); `refresh` resamples
     /// momenta (SGHMC).
     fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool);
+
+    /// Writes the current points of every chain into `out` (reusing its buffers).
+    fn snapshot_into(&self, out: &mut Self::Snapshot);
+
+    /// The chains' parameters, kernel state and random streams ([`crate::checkpoint`]).
+    fn state(&self) -> Result<EnsembleState, SamplerError>;
+
+    /// Replaces the chains' state with a saved one; errors when shapes or counts differ.
+    fn restore(&mut self, state: EnsembleState) -> Result<(), SamplerError>;
 }
 
 /// Whether a step needs Langevin noise at all: a noise-free step (SGD, zero temperature)
 /// draws nothing from the chains' streams.
 pub(crate) fn needs_noise(kernel: &Kernel, coefs: &[Coefficients], refresh: bool) -> bool {
-    kernel.is_stochastic() && (refresh || coefs.iter().any(|c| c[1] != 0.0))
+    kernel.is_stochastic() && (refresh || coefs.iter().any(|c| c.diffusion != 0.0))
 }

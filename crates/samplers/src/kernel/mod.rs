@@ -6,6 +6,21 @@
 //! (momentum, preconditioner), a per-chain [`StepSize`] and a noise source. Notation of
 //! ALGORITHMS.md: `psi` is the per-chain gradient multiplier (1 unless an adaptive sampler sets
 //! it), `tau` the temperature, `xi ~ N(0, I)`.
+//!
+//! # Adding a kernel
+//!
+//! A kernel is three edits, shown by [`sgnht`] (the Nose-Hoover thermostat):
+//!
+//! 1. **its file** (`kernel/sgnht.rs`): the update as a function over the [`Lane`] algebra,
+//!    reading its per-chain [`Coefs`] and its per-parameter state slots;
+//! 2. **this enum**: a [`Kernel`] variant with its hyper-parameters, and one arm in each of
+//!    [`Kernel::name`], [`Kernel::validate`], [`Kernel::state_slots`],
+//!    [`Kernel::is_stochastic`], [`Kernel::coefficients`] and [`Kernel::update`];
+//! 3. **the registry** ([`crate::registry`]): a [`KernelKind`](crate::registry::KernelKind)
+//!    with its settings, and the sampler names that use it.
+//!
+//! Every ensemble (host `f64`, burn tensors on any device), every sampler (plain, contour,
+//! replica exchange), checkpoints and the command line then take it without further change.
 
 pub mod lane;
 pub mod momentum;
@@ -13,6 +28,7 @@ pub mod psgld;
 pub mod sgd;
 pub mod sghmc;
 pub mod sgld;
+pub mod sgnht;
 pub mod tensor_lane;
 
 use serde::{Deserialize, Serialize};
@@ -74,12 +90,41 @@ pub enum Kernel {
         /// Regulariser `lambda` of the preconditioner, default 1e-5.
         lambda: f64,
     },
+    /// Stochastic gradient Nose-Hoover thermostat ([`sgnht`]).
+    Sgnht {
+        /// Injected friction `a = A h` in `(0, 1)` (the thermostat's rest value), default 0.1.
+        friction: f64,
+    },
 }
 
-/// Per-chain coefficients of one step: `[drift, diffusion, refresh]`.
-/// `drift = -lr psi`; `diffusion` scales the Langevin noise; `refresh` scales a momentum
-/// resample (SGHMC).
-pub type Coefficients = [f64; 3];
+/// Per-chain coefficients of one step, in a lane's layout: `f64` on the host
+/// ([`Coefficients`]), [`TensorCoef`] on tensors. Each kernel reads the ones it needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Coefs<C> {
+    /// `-lr psi`: multiplies the gradient.
+    pub drift: C,
+    /// The Langevin noise scale of the step (`sqrt(2 lr tau)` for SGLD).
+    pub diffusion: C,
+    /// Standard deviation of a momentum resample (SGHMC).
+    pub refresh: C,
+    /// `-lr tau`: the thermostat's kinetic target with its sign (SGNHT).
+    pub thermostat: C,
+}
+
+/// One chain's coefficients on the host.
+pub type Coefficients = Coefs<f64>;
+
+impl<C> Coefs<C> {
+    /// The same coefficients in another layout.
+    pub fn map<D>(&self, mut f: impl FnMut(&C) -> D) -> Coefs<D> {
+        Coefs {
+            drift: f(&self.drift),
+            diffusion: f(&self.diffusion),
+            refresh: f(&self.refresh),
+            thermostat: f(&self.thermostat),
+        }
+    }
+}
 
 impl Kernel {
     /// SGHMC with the reference defaults (mu 0.9, V = 0, no resampling).
@@ -107,6 +152,7 @@ impl Kernel {
             Self::Sgld => "sgld",
             Self::Sghmc { .. } => "sghmc",
             Self::Psgld { .. } => "psgld",
+            Self::Sgnht { .. } => "sgnht",
         }
     }
 
@@ -130,6 +176,12 @@ impl Kernel {
                 )?;
                 positive("lambda", *lambda)
             }
+            Self::Sgnht { friction } => check(
+                *friction > 0.0 && *friction < 1.0,
+                "friction",
+                *friction,
+                "must lie in (0, 1)",
+            ),
         }
     }
 
@@ -138,6 +190,7 @@ impl Kernel {
         match self {
             Self::Sgd | Self::Sgld => 0,
             Self::Momentum { .. } | Self::Sghmc { .. } | Self::Psgld { .. } => 1,
+            Self::Sgnht { .. } => 2,
         }
     }
 
@@ -162,9 +215,21 @@ impl Kernel {
             "must be finite",
         )?;
         let drift = -s.lr * s.multiplier;
+        let c = Coefficients {
+            drift,
+            ..Coefficients::default()
+        };
         Ok(match self {
-            Self::Sgd | Self::Momentum { .. } => [drift, 0.0, 0.0],
-            Self::Sgld | Self::Psgld { .. } => [drift, (2.0 * s.lr * s.temperature).sqrt(), 0.0],
+            Self::Sgd | Self::Momentum { .. } => c,
+            Self::Sgld | Self::Psgld { .. } => Coefficients {
+                diffusion: (2.0 * s.lr * s.temperature).sqrt(),
+                ..c
+            },
+            Self::Sgnht { friction } => Coefficients {
+                diffusion: (2.0 * friction * s.lr * s.temperature).sqrt(),
+                thermostat: -s.lr * s.temperature,
+                ..c
+            },
             Self::Sghmc {
                 mu, noise_estimate, ..
             } => {
@@ -175,11 +240,11 @@ impl Kernel {
                     *noise_estimate,
                     "SGHMC needs beta = V lr / 2 <= 1 - mu",
                 )?;
-                [
-                    drift,
-                    (2.0 * s.lr * (1.0 - mu - beta) * s.temperature).sqrt(),
-                    (s.lr * s.temperature).sqrt(),
-                ]
+                Coefficients {
+                    diffusion: (2.0 * s.lr * (1.0 - mu - beta) * s.temperature).sqrt(),
+                    refresh: (s.lr * s.temperature).sqrt(),
+                    ..c
+                }
             }
         })
     }
@@ -193,16 +258,22 @@ impl Kernel {
         g: L,
         state: &mut [L],
         noise: impl FnMut() -> L,
-        c: &[L::Coef; 3],
+        c: &Coefs<L::Coef>,
         refresh: bool,
     ) -> L {
         match self {
-            Self::Sgd => sgd::update(x, g, &c[0]),
-            Self::Momentum { mu } => momentum::update(x, g, &mut state[0], *mu, &c[0]),
-            Self::Sgld => sgld::update(x, g, noise, &c[0], &c[1]),
+            Self::Sgd => sgd::update(x, g, &c.drift),
+            Self::Momentum { mu } => momentum::update(x, g, &mut state[0], *mu, &c.drift),
+            Self::Sgld => sgld::update(x, g, noise, &c.drift, &c.diffusion),
             Self::Sghmc { mu, .. } => sghmc::update(x, g, &mut state[0], noise, *mu, c, refresh),
             Self::Psgld { alpha, lambda } => {
-                psgld::update(x, g, &mut state[0], noise, *alpha, *lambda, &c[0], &c[1])
+                psgld::update(x, g, &mut state[0], noise, *alpha, *lambda, &c.drift, &c.diffusion)
+            }
+            Self::Sgnht { friction } => {
+                let [v, s] = state else {
+                    unreachable!("SGNHT keeps two state slots")
+                };
+                sgnht::update(x, g, v, s, noise, *friction, c)
             }
         }
     }
@@ -248,6 +319,7 @@ mod tests {
         let k = Kernel::Sgld;
         let c = k.coefficients(&StepSize::new(0.1, 2.0)).unwrap();
         let x = k.update(1.0, 3.0, &mut [], || 0.5, &c, false);
+        assert_eq!(c.refresh, 0.0);
         assert!((x - (1.0 - 0.1 * 3.0 + (2.0f64 * 0.1 * 2.0).sqrt() * 0.5)).abs() < 1e-15);
     }
 }

@@ -8,6 +8,7 @@
 //! The recursion of `(x, v)` is linear on a Gaussian target; the tests solve the discrete
 //! Lyapunov equation for its exact stationary covariance.
 
+use super::Coefs;
 use super::lane::Lane;
 
 /// `beta = V lr / 2`.
@@ -15,8 +16,8 @@ pub fn beta(noise_estimate: f64, lr: f64) -> f64 {
     0.5 * noise_estimate * lr
 }
 
-/// Updates the velocity `v` and returns the new `x`; `c = [-lr psi, sqrt(2 lr (1-mu-beta) tau),
-/// sqrt(lr tau)]`.
+/// Updates the velocity `v` and returns the new `x`; `c.drift = -lr psi`,
+/// `c.diffusion = sqrt(2 lr (1-mu-beta) tau)`, `c.refresh = sqrt(lr tau)`.
 #[inline]
 pub fn update<L: Lane>(
     x: L,
@@ -24,17 +25,17 @@ pub fn update<L: Lane>(
     v: &mut L,
     mut noise: impl FnMut() -> L,
     mu: f64,
-    c: &[L::Coef; 3],
+    c: &Coefs<L::Coef>,
     refresh: bool,
 ) -> L {
     if refresh {
-        *v = noise().scale(&c[2]);
+        *v = noise().scale(&c.refresh);
     }
     let new_v = v
         .copy()
         .scale_by(mu)
-        .add(g.scale(&c[0]))
-        .add(noise().scale(&c[1]));
+        .add(g.scale(&c.drift))
+        .add(noise().scale(&c.diffusion));
     *v = new_v.copy();
     x.add(new_v)
 }

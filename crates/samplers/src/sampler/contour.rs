@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::Driver;
 use super::{Sampler, SgmcmcConfig, StepReport, check_finite};
-use crate::checkpoint::{SamplerState, StatefulEnsemble, mismatch};
+use crate::checkpoint::{AlgorithmState, SamplerState, mismatch};
 use crate::control::{
     ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
@@ -145,11 +145,6 @@ impl<E: Ensemble> Contour<E> {
         &self.theta
     }
 
-    /// The chains.
-    pub fn ensemble(&self) -> &E {
-        &self.driver.ensemble
-    }
-
     /// To first order, how far the gradient multiplier can move from its current value over
     /// the next `steps` updates: `|psi - psi_0| <= 2 zeta tau / du * sum_k omega_k * s`, with
     /// `s` the relative rate of [`ContourTheta::field_scale`] (`psi` differences two `ln
@@ -232,41 +227,12 @@ impl<E: Ensemble> Contour<E> {
     }
 }
 
-impl<E: StatefulEnsemble> Contour<E> {
-    /// The state a run needs to continue exactly, `theta` included ([`crate::checkpoint`]).
-    pub fn state(&self) -> Result<SamplerState, SamplerError> {
-        self.driver.state(Some(self.theta.clone()))
-    }
-
-    /// Restores a state taken from a sampler of the same configuration.
-    pub fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
-        match &state.theta {
-            Some(t) if t.theta().len() == self.theta.theta().len() => {}
-            Some(t) => {
-                return Err(mismatch(format!(
-                    "theta has {} bins, the sampler {}",
-                    t.theta().len(),
-                    self.theta.theta().len()
-                )));
-            }
-            None => {
-                return Err(mismatch(
-                    "a plain sampler's checkpoint given to a contour sampler",
-                ));
-            }
-        }
-        if let Some(theta) = self.driver.restore(state)? {
-            self.theta = theta;
-        }
-        Ok(())
-    }
-}
-
 impl<E: Ensemble> Sampler for Contour<E> {
     type Batch = E::Batch;
+    type Ensemble = E;
 
-    fn n_chains(&self) -> usize {
-        self.driver.ensemble.n_chains()
+    fn ensemble(&self) -> &E {
+        &self.driver.ensemble
     }
 
     fn steps_done(&self) -> u64 {
@@ -275,5 +241,31 @@ impl<E: Ensemble> Sampler for Contour<E> {
 
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
         self.advance(batch, None)
+    }
+
+    fn report(&self) -> &StepReport {
+        &self.driver.report
+    }
+
+    fn state(&self) -> Result<SamplerState, SamplerError> {
+        self.driver.state(AlgorithmState::Contour {
+            theta: self.theta.clone(),
+        })
+    }
+
+    fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
+        if let AlgorithmState::Contour { theta } = &state.algorithm
+            && theta.theta().len() != self.theta.theta().len()
+        {
+            return Err(mismatch(format!(
+                "theta has {} bins, the sampler {}",
+                theta.theta().len(),
+                self.theta.theta().len()
+            )));
+        }
+        if let AlgorithmState::Contour { theta } = self.driver.restore(state, "contour")? {
+            self.theta = theta;
+        }
+        Ok(())
     }
 }

@@ -2,8 +2,8 @@
 //! coefficients, move the chains, fill the report.
 
 use super::{StepReport, check_finite};
-use crate::checkpoint::{SamplerState, StatefulEnsemble};
-use crate::control::{ContourTheta, Phase};
+use crate::checkpoint::{AlgorithmState, SamplerState, mismatch};
+use crate::control::Phase;
 use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel, StepSize};
@@ -23,7 +23,7 @@ impl<E: Ensemble> Driver<E> {
         Self {
             ensemble,
             step: 0,
-            coefs: vec![[0.0; 3]; n],
+            coefs: vec![Coefficients::default(); n],
             report: StepReport {
                 energies: vec![0.0; n],
                 step_sizes: vec![StepSize::new(0.0, 0.0); n],
@@ -75,25 +75,38 @@ impl<E: Ensemble> Driver<E> {
     }
 }
 
-impl<E: StatefulEnsemble> Driver<E> {
-    /// The state of the chains and counters, with the sampler's `theta` if it has one.
-    pub(crate) fn state(&self, theta: Option<ContourTheta>) -> Result<SamplerState, SamplerError> {
+impl<E: Ensemble> Driver<E> {
+    /// The state of the chains and counters, with the sampler's own state.
+    pub(crate) fn state(&self, algorithm: AlgorithmState) -> Result<SamplerState, SamplerError> {
         Ok(SamplerState {
             step: self.step,
             bouncy_moves: self.report.bouncy_moves,
-            theta,
+            algorithm,
             ensemble: self.ensemble.state()?,
         })
     }
 
-    /// Restores chains and counters; returns the checkpoint's `theta` for the sampler to check.
+    /// Restores chains and counters; returns the checkpoint's algorithm state for the sampler
+    /// to take. `kind` names the sampler's algorithm state; another one is refused before
+    /// anything changes.
     pub(crate) fn restore(
         &mut self,
         state: SamplerState,
-    ) -> Result<Option<ContourTheta>, SamplerError> {
+        kind: &str,
+    ) -> Result<AlgorithmState, SamplerError> {
+        let saved = match &state.algorithm {
+            AlgorithmState::Plain => "plain",
+            AlgorithmState::Contour { .. } => "contour",
+            AlgorithmState::Replica(_) => "replica",
+        };
+        if saved != kind {
+            return Err(mismatch(format!(
+                "a {saved} sampler's checkpoint given to a {kind} sampler"
+            )));
+        }
         self.ensemble.restore(state.ensemble)?;
         self.step = state.step;
         self.report.bouncy_moves = state.bouncy_moves;
-        Ok(state.theta)
+        Ok(state.algorithm)
     }
 }

@@ -8,19 +8,29 @@ mod report;
 mod sgmcmc;
 
 pub use contour::{Contour, ContourConfig};
-pub use replica::{ReplicaConfig, ReplicaExchange, SwapRule};
+pub use replica::{ReplicaConfig, ReplicaExchange, SwapRule, VarianceRefresh};
 pub use report::StepReport;
 pub use sgmcmc::{Sgmcmc, SgmcmcConfig};
 
+use crate::checkpoint::SamplerState;
+use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
 
-/// A stochastic-gradient MCMC sampler over some chains.
+/// A stochastic-gradient MCMC sampler over the chains of an [`Ensemble`].
 pub trait Sampler {
     /// What one step consumes (a minibatch, `()` for toys).
     type Batch;
 
+    /// Where the chains live.
+    type Ensemble: Ensemble<Batch = Self::Batch>;
+
+    /// The chains (e.g. to read their modules or positions between steps).
+    fn ensemble(&self) -> &Self::Ensemble;
+
     /// Number of chains.
-    fn n_chains(&self) -> usize;
+    fn n_chains(&self) -> usize {
+        self.ensemble().n_chains()
+    }
 
     /// Steps taken so far.
     fn steps_done(&self) -> u64;
@@ -28,6 +38,16 @@ pub trait Sampler {
     /// Advances every chain one step on `batch`. A non-finite energy stops the run with
     /// [`SamplerError::Diverged`] naming the chain and the step.
     fn step(&mut self, batch: &Self::Batch) -> Result<&StepReport, SamplerError>;
+
+    /// The report of the last step (a default report before the first).
+    fn report(&self) -> &StepReport;
+
+    /// Everything the sampler needs to continue bit for bit ([`crate::checkpoint`]).
+    fn state(&self) -> Result<SamplerState, SamplerError>;
+
+    /// Restores a state taken from a sampler of the same configuration and chains; errors
+    /// (leaving the sampler as it was) when it does not fit.
+    fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError>;
 }
 
 /// Errors with [`SamplerError::Diverged`] on the first non-finite energy.

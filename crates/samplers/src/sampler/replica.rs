@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::Driver;
 use super::{Sampler, StepReport, check_finite};
+use crate::checkpoint::{AlgorithmState, ReplicaState, SamplerState, mismatch};
 use crate::control::swap::log_swap_rate;
 use crate::control::{
     EnergyVariance, IndexProcess, Ladder, Phase, SaStepSize, Smoothing, SwapSchedule, SwapScheme,
@@ -74,6 +75,21 @@ pub struct ReplicaConfig {
     pub scheme: SwapScheme,
     /// The swap test.
     pub rule: SwapRule,
+    /// Refreshes of `sigma2_hat` from fresh energies during the run (Metropolis rule).
+    #[serde(default)]
+    pub refresh: Option<VarianceRefresh>,
+}
+
+/// Refresh `sigma2_hat` every `period` steps from `draws` fresh estimates of every replica's
+/// energy at its current point on the step's batch (before the step): for targets with injected
+/// noise (the toys) those are independent draws. On a network target energies on one batch do
+/// not vary, so use [`ReplicaExchange::refresh_variance`] with separate minibatches instead.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VarianceRefresh {
+    /// Steps between refreshes (`>= 1`).
+    pub period: u64,
+    /// Estimates per refresh (`>= 2`).
+    pub draws: usize,
 }
 
 impl ReplicaConfig {
@@ -115,6 +131,10 @@ impl ReplicaConfig {
             }
         }
         SwapSchedule::new(self.scheme, p)?;
+        if let Some(r) = &self.refresh {
+            check(r.period >= 1, "variance_period", r.period as f64, "must be >= 1")?;
+            check(r.draws >= 2, "variance_draws", r.draws as f64, "must be >= 2")?;
+        }
         for (lr, t) in self.ladder.lrs.iter().zip(&self.ladder.temperatures) {
             self.kernel.coefficients(&StepSize::new(*lr, *t))?;
         }
@@ -182,11 +202,6 @@ impl<E: Ensemble> ReplicaExchange<E> {
         })
     }
 
-    /// The chains.
-    pub fn ensemble(&self) -> &E {
-        &self.driver.ensemble
-    }
-
     /// The configuration (its ladder follows the adaptation).
     pub fn config(&self) -> &ReplicaConfig {
         &self.config
@@ -242,6 +257,21 @@ impl<E: Ensemble> ReplicaExchange<E> {
         Ok(())
     }
 
+    /// [`Self::refresh_variance`] from `draws` estimates on one batch.
+    fn refresh_on(&mut self, batch: &E::Batch, draws: usize) -> Result<(), SamplerError> {
+        let p = self.driver.coefs.len();
+        let mut out = vec![Vec::with_capacity(draws); p];
+        for _ in 0..draws {
+            let e = self.driver.ensemble.estimate(batch)?;
+            check_finite(e, self.driver.step)?;
+            for (d, v) in out.iter_mut().zip(e) {
+                d.push(*v);
+            }
+        }
+        self.refresh_variance_from(&out);
+        Ok(())
+    }
+
     /// Refreshes `sigma2_hat` from energy draws the caller made, one list per chain (e.g. of
     /// the control-variate energies the swaps use, so the correction matches their variance).
     pub fn refresh_variance_from(&mut self, draws_per_chain: &[Vec<f64>]) {
@@ -270,6 +300,13 @@ impl<E: Ensemble> ReplicaExchange<E> {
         offsets: Option<&[f64]>,
     ) -> Result<&StepReport, SamplerError> {
         let k = self.driver.step;
+        if let Some(r) = self.config.refresh
+            && k > 0
+            && k.is_multiple_of(r.period)
+            && self.variance.is_some()
+        {
+            self.refresh_on(batch, r.draws)?;
+        }
         self.driver.estimate(batch)?;
         let mut energies = std::mem::take(&mut self.swap_energies);
         energies.copy_from_slice(&self.driver.report.energies);
@@ -386,9 +423,10 @@ fn adapt_ladder(lrs: &mut [f64], indicator: &[f64], target_rate: f64, gamma: f64
 
 impl<E: Ensemble> Sampler for ReplicaExchange<E> {
     type Batch = E::Batch;
+    type Ensemble = E;
 
-    fn n_chains(&self) -> usize {
-        self.driver.ensemble.n_chains()
+    fn ensemble(&self) -> &E {
+        &self.driver.ensemble
     }
 
     fn steps_done(&self) -> u64 {
@@ -397,6 +435,49 @@ impl<E: Ensemble> Sampler for ReplicaExchange<E> {
 
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
         self.advance(batch, None)
+    }
+
+    fn report(&self) -> &StepReport {
+        &self.driver.report
+    }
+
+    fn state(&self) -> Result<SamplerState, SamplerError> {
+        self.driver
+            .state(AlgorithmState::Replica(Box::new(ReplicaState {
+                lrs: self.config.ladder.lrs.clone(),
+                index: self.index.clone(),
+                schedule: self.schedule.clone(),
+                stats: self.stats.clone(),
+                variance: self.variance.clone(),
+                buffer: self.buffer,
+                rng: self.rng.clone(),
+                cooling_until: self.cooling_until,
+            })))
+    }
+
+    fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
+        if let AlgorithmState::Replica(r) = &state.algorithm {
+            let p = self.config.ladder.len();
+            if r.lrs.len() != p || r.index.rungs().len() != p {
+                return Err(mismatch(format!(
+                    "{} rungs saved, the sampler has {p}",
+                    r.lrs.len()
+                )));
+            }
+        }
+        if let AlgorithmState::Replica(r) = self.driver.restore(state, "replica")? {
+            let r = *r;
+            self.config.ladder.lrs = r.lrs;
+            self.index = r.index;
+            self.schedule = r.schedule;
+            self.stats = r.stats;
+            self.variance = r.variance;
+            self.buffer = r.buffer;
+            self.rng = r.rng;
+            self.cooling_until = r.cooling_until;
+            self.driver.report.rungs.copy_from_slice(self.index.rungs());
+        }
+        Ok(())
     }
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::driver::Driver;
 use super::{Sampler, StepReport};
-use crate::checkpoint::{SamplerState, StatefulEnsemble, mismatch};
+use crate::checkpoint::{AlgorithmState, SamplerState};
 use crate::control::{Phase, Schedule};
 use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
@@ -77,11 +77,6 @@ impl<E: Ensemble> Sgmcmc<E> {
         })
     }
 
-    /// The chains.
-    pub fn ensemble(&self) -> &E {
-        &self.driver.ensemble
-    }
-
     /// The configuration.
     pub fn config(&self) -> &SgmcmcConfig {
         &self.config
@@ -93,28 +88,12 @@ impl<E: Ensemble> Sgmcmc<E> {
     }
 }
 
-impl<E: StatefulEnsemble> Sgmcmc<E> {
-    /// The state a run needs to continue exactly ([`crate::checkpoint`]).
-    pub fn state(&self) -> Result<SamplerState, SamplerError> {
-        self.driver.state(None)
-    }
-
-    /// Restores a state taken from a sampler of the same configuration.
-    pub fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
-        if state.theta.is_some() {
-            return Err(mismatch(
-                "a contour sampler's checkpoint given to a plain sampler",
-            ));
-        }
-        self.driver.restore(state).map(|_| ())
-    }
-}
-
 impl<E: Ensemble> Sampler for Sgmcmc<E> {
     type Batch = E::Batch;
+    type Ensemble = E;
 
-    fn n_chains(&self) -> usize {
-        self.driver.ensemble.n_chains()
+    fn ensemble(&self) -> &E {
+        &self.driver.ensemble
     }
 
     fn steps_done(&self) -> u64 {
@@ -126,5 +105,17 @@ impl<E: Ensemble> Sampler for Sgmcmc<E> {
         let (step_size, phase) = self.config.step_size(self.driver.step);
         self.driver.set_all(&self.config.kernel, step_size)?;
         Ok(self.driver.apply(&self.config.kernel, phase))
+    }
+
+    fn report(&self) -> &StepReport {
+        &self.driver.report
+    }
+
+    fn state(&self) -> Result<SamplerState, SamplerError> {
+        self.driver.state(AlgorithmState::Plain)
+    }
+
+    fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
+        self.driver.restore(state, "plain").map(|_| ())
     }
 }

@@ -6,10 +6,9 @@ use std::collections::HashMap;
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::tensor::{Tensor, TensorData};
 
-use super::ModuleEnsemble;
-use crate::checkpoint::{ChainState, EnsembleState, StatefulEnsemble, TensorState, mismatch};
+use crate::checkpoint::{ChainState, EnsembleState, TensorState, mismatch};
 use crate::error::SamplerError;
-use crate::target::Target;
+use crate::rng::ChainRng;
 
 fn read<const D: usize>(t: Tensor<D>) -> Result<TensorState, SamplerError> {
     let dims = t.dims().to_vec();
@@ -44,10 +43,10 @@ impl ModuleVisitor for Collect<'_> {
     }
 }
 
-/// Puts saved values back, keeping parameter ids and autodiff tracking.
 /// Per-parameter kernel state (e.g. momenta), keyed by parameter id.
-type KernelState = HashMap<ParamId, Vec<Tensor<2>>>;
+pub(super) type KernelState = HashMap<ParamId, Vec<Tensor<2>>>;
 
+/// Puts saved values back, keeping parameter ids and autodiff tracking.
 struct Put<'a> {
     saved: &'a ChainState,
     next: usize,
@@ -148,59 +147,63 @@ fn put<M: Module>(module: M, saved: &ChainState) -> Result<(M, KernelState), Sam
     Ok((module, put.kernel))
 }
 
-impl<M: Module, T: Target<M>> StatefulEnsemble for ModuleEnsemble<M, T> {
-    fn state(&self) -> Result<EnsembleState, SamplerError> {
-        let mut chains = Vec::with_capacity(self.chains.len());
-        for chain in &self.chains {
-            let module = chain
-                .module
-                .as_ref()
-                .ok_or_else(|| mismatch("a chain is mid-step"))?;
-            let mut c = Collect {
-                kernel: &chain.state,
-                out: ChainState {
-                    params: Vec::new(),
-                    kernel: Vec::new(),
-                },
-                error: None,
-            };
-            module.visit(&mut c);
-            if let Some(e) = c.error {
-                return Err(e);
-            }
-            chains.push(c.out);
-        }
-        Ok(EnsembleState {
-            chains,
-            rngs: self.rngs.clone(),
-        })
-    }
+/// One chain's module, its kernel state and its streams, as the ensemble holds them.
+type Held<'a, M> = (Option<&'a M>, &'a KernelState, &'a Vec<ChainRng>);
 
-    fn restore(&mut self, state: EnsembleState) -> Result<(), SamplerError> {
-        if state.chains.len() != self.chains.len() || state.rngs.len() != self.rngs.len() {
-            return Err(mismatch(format!(
-                "{} modules and {} streams saved, the ensemble has {} and {}",
-                state.chains.len(),
-                state.rngs.len(),
-                self.chains.len(),
-                self.rngs.len()
-            )));
+/// The state of every module chain.
+pub(super) fn save<'a, M: Module + 'a>(
+    chains: impl Iterator<Item = Held<'a, M>>,
+) -> Result<EnsembleState, SamplerError> {
+    let mut saved = Vec::new();
+    let mut rngs = Vec::new();
+    for (module, kernel, streams) in chains {
+        let module = module.ok_or_else(|| mismatch("a chain is mid-step"))?;
+        let mut c = Collect {
+            kernel,
+            out: ChainState {
+                params: Vec::new(),
+                kernel: Vec::new(),
+            },
+            error: None,
+        };
+        module.visit(&mut c);
+        if let Some(e) = c.error {
+            return Err(e);
         }
-        let mut restored = Vec::with_capacity(self.chains.len());
-        for (chain, saved) in self.chains.iter().zip(&state.chains) {
-            let module = chain
-                .module
-                .clone()
-                .ok_or_else(|| mismatch("a chain is mid-step"))?;
-            restored.push(put(module, saved)?);
-        }
-        // Only commit once every chain fitted.
-        for (chain, (module, kernel)) in self.chains.iter_mut().zip(restored) {
-            chain.module = Some(module);
-            chain.state = kernel;
-            chain.grads = None;
-        }
-        self.rngs = state.rngs;
-        Ok(())
+        saved.push(c.out);
+        rngs.extend(streams.iter().cloned());
     }
+    Ok(EnsembleState::Modules {
+        chains: saved,
+        rngs,
+    })
+}
+
+/// The modules (with their number of hosted chains) with `saved` put back: parameters, kernel
+/// state keyed by the modules' own parameter ids, and streams. Nothing is returned unless every
+/// module fits.
+pub(super) fn load<M: Module>(
+    modules: Vec<(Option<M>, usize)>,
+    saved: EnsembleState,
+) -> Result<Vec<(M, KernelState, Vec<ChainRng>)>, SamplerError> {
+    let EnsembleState::Modules { chains, rngs } = saved else {
+        return Err(mismatch("host chains' state given to a module ensemble"));
+    };
+    let hosted: usize = modules.iter().map(|(_, rows)| rows).sum();
+    if chains.len() != modules.len() || rngs.len() != hosted {
+        return Err(mismatch(format!(
+            "{} modules and {} streams saved, the ensemble has {} and {hosted}",
+            chains.len(),
+            rngs.len(),
+            modules.len(),
+        )));
+    }
+    let mut streams = rngs.into_iter();
+    let mut out = Vec::with_capacity(modules.len());
+    for ((module, rows), saved) in modules.into_iter().zip(&chains) {
+        let module = module.ok_or_else(|| mismatch("a chain is mid-step"))?;
+        let (module, kernel) = put(module, saved)?;
+        out.push((module, kernel, streams.by_ref().take(rows).collect()));
+    }
+    Ok(out)
 }

@@ -27,9 +27,11 @@ pub struct Estimate {
 }
 
 /// A target `pi(x) ∝ exp(-U(x) / tau)` over the parameters of module `M`.
-pub trait Target<M: Module> {
+///
+/// Targets and batches are shared by the threads that step independent chains, hence `Sync`.
+pub trait Target<M: Module>: Sync {
     /// What one step consumes (a minibatch; `()` for analytic toys).
-    type Batch;
+    type Batch: Sync;
 
     /// Number of chains one module hosts: 1 for a network, `P` for `P` toy chains stored as the
     /// rows of one `[P, d]` parameter.

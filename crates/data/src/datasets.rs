@@ -1,0 +1,232 @@
+//! The readers' data as burn datasets ([`Dataset`]) with batchers ([`Batcher`]), so that any
+//! of them feeds the engine's `DatasetBatches` (shuffled per epoch with the run's seed) or
+//! burn's own data loader.
+//!
+//! | data | item | batcher | batch |
+//! |---|---|---|---|
+//! | [`ImageSet`] (MNIST, Fashion-MNIST) | [`ImageItem`] | [`ImageBatcher`] | `[n, 1, rows, cols]` normalised pixels, `[n]` labels |
+//! | [`Digits`] | [`ClassItem`] | [`ClassBatcher`] | `[n, 64]` features in `[0, 1]`, `[n]` labels |
+//! | [`SplitData`] (UCI) train / test | [`RowItem`] | [`RowBatcher`] | `[n, d]` standardized features, `[n, 1]` targets |
+
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataset::{Dataset, DatasetError};
+use burn::tensor::{Device, Int, Tensor, TensorData};
+
+use crate::digits::Digits;
+use crate::mnist::ImageSet;
+use crate::uci::SplitData;
+
+fn missing(index: usize, len: usize) -> DatasetError {
+    DatasetError::new(std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        format!("item {index} of a data set of {len}"),
+    ))
+}
+
+/// One image and its label.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImageItem {
+    /// `rows * cols` pixels, row-major.
+    pub pixels: Vec<u8>,
+    /// Class label.
+    pub label: u8,
+    /// Height.
+    pub rows: usize,
+    /// Width.
+    pub cols: usize,
+}
+
+impl Dataset<ImageItem> for ImageSet {
+    fn get(&self, index: usize) -> Result<ImageItem, DatasetError> {
+        if index >= self.len() {
+            return Err(missing(index, self.len()));
+        }
+        let p = self.pixels();
+        Ok(ImageItem {
+            pixels: self.images[index * p..(index + 1) * p].to_vec(),
+            label: self.labels[index],
+            rows: self.rows,
+            cols: self.cols,
+        })
+    }
+
+    fn len(&self) -> usize {
+        ImageSet::len(self)
+    }
+}
+
+/// Batches images as `((p / 255 - mean) / std)` in `[n, 1, rows, cols]` with their labels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ImageBatcher {
+    /// Pixel mean after scaling to `[0, 1]`.
+    pub mean: f32,
+    /// Pixel standard deviation after scaling.
+    pub std: f32,
+}
+
+impl Batcher<ImageItem, (Tensor<4>, Tensor<1, Int>)> for ImageBatcher {
+    fn batch(&self, items: Vec<ImageItem>, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+        let (rows, cols) = items.first().map_or((0, 0), |i| (i.rows, i.cols));
+        let lut: Vec<f32> = (0..=255u8)
+            .map(|p| (f32::from(p) / 255.0 - self.mean) / self.std)
+            .collect();
+        let pixels: Vec<f32> = items
+            .iter()
+            .flat_map(|i| i.pixels.iter().map(|&p| lut[usize::from(p)]))
+            .collect();
+        let labels: Vec<i64> = items.iter().map(|i| i64::from(i.label)).collect();
+        let n = items.len();
+        (
+            Tensor::from_data(TensorData::new(pixels, [n, 1, rows, cols]), device),
+            Tensor::from_data(TensorData::new(labels, [n]), device),
+        )
+    }
+}
+
+/// A feature vector and its class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassItem {
+    /// Features.
+    pub x: Vec<f32>,
+    /// Class label.
+    pub label: u8,
+}
+
+impl Dataset<ClassItem> for Digits {
+    fn get(&self, index: usize) -> Result<ClassItem, DatasetError> {
+        if index >= self.len() {
+            return Err(missing(index, self.len()));
+        }
+        let f = Digits::FEATURES;
+        Ok(ClassItem {
+            x: self.pixels[index * f..(index + 1) * f]
+                .iter()
+                .map(|&p| f32::from(p) / 16.0)
+                .collect(),
+            label: self.labels[index],
+        })
+    }
+
+    fn len(&self) -> usize {
+        Digits::len(self)
+    }
+}
+
+/// Batches feature vectors as `[n, d]` with their labels `[n]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClassBatcher;
+
+impl Batcher<ClassItem, (Tensor<2>, Tensor<1, Int>)> for ClassBatcher {
+    fn batch(&self, items: Vec<ClassItem>, device: &Device) -> (Tensor<2>, Tensor<1, Int>) {
+        let (n, d) = (items.len(), items.first().map_or(0, |i| i.x.len()));
+        let x: Vec<f32> = items.iter().flat_map(|i| i.x.iter().copied()).collect();
+        let y: Vec<i64> = items.iter().map(|i| i64::from(i.label)).collect();
+        (
+            Tensor::from_data(TensorData::new(x, [n, d]), device),
+            Tensor::from_data(TensorData::new(y, [n]), device),
+        )
+    }
+}
+
+/// A regression row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowItem {
+    /// Standardized features.
+    pub x: Vec<f32>,
+    /// Standardized target.
+    pub y: f32,
+}
+
+/// The training or test rows of a UCI split, standardized with the training statistics.
+#[derive(Clone, Debug)]
+pub struct UciRows<'a> {
+    split: &'a SplitData,
+    train: bool,
+}
+
+impl SplitData {
+    /// The training rows as a dataset.
+    pub fn train_rows(&self) -> UciRows<'_> {
+        UciRows {
+            split: self,
+            train: true,
+        }
+    }
+
+    /// The test rows as a dataset.
+    pub fn test_rows(&self) -> UciRows<'_> {
+        UciRows {
+            split: self,
+            train: false,
+        }
+    }
+}
+
+impl Dataset<RowItem> for UciRows<'_> {
+    fn get(&self, index: usize) -> Result<RowItem, DatasetError> {
+        let (x, y) = if self.train {
+            (&self.split.x_train, &self.split.y_train)
+        } else {
+            (&self.split.x_test, &self.split.y_test)
+        };
+        let d = self.split.n_features;
+        if index >= y.len() {
+            return Err(missing(index, y.len()));
+        }
+        Ok(RowItem {
+            x: x[index * d..(index + 1) * d].to_vec(),
+            y: y[index],
+        })
+    }
+
+    fn len(&self) -> usize {
+        if self.train {
+            self.split.n_train()
+        } else {
+            self.split.n_test()
+        }
+    }
+}
+
+/// Batches rows as `[n, d]` features and `[n, 1]` targets.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RowBatcher;
+
+impl Batcher<RowItem, (Tensor<2>, Tensor<2>)> for RowBatcher {
+    fn batch(&self, items: Vec<RowItem>, device: &Device) -> (Tensor<2>, Tensor<2>) {
+        let (n, d) = (items.len(), items.first().map_or(0, |i| i.x.len()));
+        let x: Vec<f32> = items.iter().flat_map(|i| i.x.iter().copied()).collect();
+        let y: Vec<f32> = items.iter().map(|i| i.y).collect();
+        (
+            Tensor::from_data(TensorData::new(x, [n, d]), device),
+            Tensor::from_data(TensorData::new(y, [n, 1]), device),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_items_batch_as_the_set_normalises_them() {
+        let set = ImageSet {
+            images: (0..32).map(|v| (v * 8) as u8).collect(),
+            labels: vec![3, 7],
+            rows: 4,
+            cols: 4,
+        };
+        assert_eq!(Dataset::<ImageItem>::len(&set), 2);
+        assert!(set.get(2).is_err());
+        let device = Device::flex();
+        let items = vec![set.get(1).unwrap(), set.get(0).unwrap()];
+        let (x, y) = ImageBatcher { mean: 0.1, std: 0.3 }.batch(items, &device);
+        assert_eq!(x.dims(), [2, 1, 4, 4]);
+        let got = x.into_data().try_into_vec::<f32>().unwrap();
+        assert_eq!(got, set.normalized(&[1, 0], 0.1, 0.3));
+        assert_eq!(
+            y.into_data().convert::<i64>().try_into_vec::<i64>().unwrap(),
+            vec![7, 3]
+        );
+    }
+}

@@ -1,0 +1,70 @@
+//! Typed errors of a run.
+
+use std::path::PathBuf;
+
+use sgmcmc_samplers::SamplerError;
+use thiserror::Error;
+
+/// What can stop a run.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// The sampler failed: a chain diverged, a hyper-parameter is invalid, the target failed.
+    #[error(transparent)]
+    Sampler(#[from] SamplerError),
+    /// A guard saw a chain leave its valid range.
+    #[error("chain {chain} diverged at step {step}: {what}")]
+    Diverged {
+        /// The chain.
+        chain: usize,
+        /// The step (0-based).
+        step: u64,
+        /// What was seen.
+        what: String,
+    },
+    /// Reading or writing a file failed.
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A checkpoint or saved posterior is malformed or does not fit this run.
+    #[error("{}: {reason}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The run's own settings are invalid (e.g. zero steps, a thinning past the end).
+    #[error("{0}")]
+    Setting(String),
+    /// The batch source failed (e.g. a dataset item is missing).
+    #[error("batches: {0}")]
+    Batch(String),
+    /// An observer failed (e.g. a prediction could not be read back).
+    #[error("{0}")]
+    Observer(String),
+}
+
+impl RunError {
+    /// An I/O error on `path`.
+    pub fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Whether the run failed by divergence (rather than by bad input or I/O).
+    pub fn is_divergence(&self) -> bool {
+        matches!(
+            self,
+            Self::Diverged { .. } | Self::Sampler(SamplerError::Diverged { .. })
+        )
+    }
+}

@@ -1,0 +1,38 @@
+//! Running sgmcmc samplers on data: the engine every app and every user calls.
+//!
+//! ```text
+//! batches (a burn Dataset + Batcher, shuffled per epoch with the run's seed)
+//!   -> Run: Sampler::step(batch) -> StepReport
+//!   -> observers, in order: divergence guard, metrics, progress, kept-sample hooks
+//!      (weighted model average in the log domain, samples saved as burn records)
+//!   -> checkpoints (sampler state, streams, observer state), atomic
+//! ```
+//!
+//! * [`Run`]: the loop (steps or epochs, burn-in, thinning, checkpoints, resume).
+//! * [`Observer`]: what a run reports to; [`observers`] has the ones the library ships.
+//! * [`BatchSource`]: minibatches by `(epoch, index)`; [`DatasetBatches`] over any burn
+//!   dataset, [`Repeat`] for toys.
+//! * [`SavedPosterior`]: the models a run saved, loaded back to predict.
+//! * [`init`]: chains initialised from the run's seed; [`tuning`]: energy partitions and step
+//!   sizes from pilot runs.
+//!
+//! The library prints nothing: progress goes to a closure the caller passes
+//! ([`observers::ProgressReport`]).
+
+pub mod batches;
+pub mod checkpoint;
+pub mod error;
+pub mod fs;
+pub mod init;
+pub mod observer;
+pub mod observers;
+pub mod posterior;
+pub mod run;
+pub mod tuning;
+
+pub use batches::{BatchSource, DatasetBatches, Repeat};
+pub use checkpoint::{Checkpoint, Checkpoints};
+pub use error::RunError;
+pub use observer::{Kept, Observer, Progress};
+pub use posterior::{SampleRow, SavedPosterior};
+pub use run::{Length, Run, RunReport};

@@ -1,0 +1,24 @@
+//! The observers the library ships: small types the caller composes into a [`Run`](crate::Run).
+//!
+//! | observer | what it does | checkpointed state |
+//! |---|---|---|
+//! | [`ProgressReport`] | calls a closure with (steps done, total) about 1000 times a run | - |
+//! | [`DivergenceGuard`] | stops the run when an energy or multiplier leaves its range | - |
+//! | [`MetricsCsv`] | writes per-step energies, step sizes, weights and rungs to a CSV file | file length |
+//! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
+//! | [`SampleSaver`] | saves kept models as burn records with their log weights | index length |
+//! | [`OnStep`], [`OnSample`] | closures | - |
+
+mod average;
+mod closure;
+mod guard;
+mod metrics;
+mod progress;
+mod samples;
+
+pub use average::ModelAverage;
+pub use closure::{OnSample, OnStep};
+pub use guard::DivergenceGuard;
+pub use metrics::MetricsCsv;
+pub use progress::ProgressReport;
+pub use samples::{SampleSaver, SAMPLES_INDEX};

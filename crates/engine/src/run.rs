@@ -1,0 +1,373 @@
+//! The run loop: a sampler, a batch source, a length, which steps to keep, and observers.
+//!
+//! ```text
+//! for each step k:  batch (epoch, index)  ->  [points before the step, if kept]
+//!                   ->  Sampler::step  ->  observers' on_step
+//!                   ->  kept?  observers' on_sample (points, target chains, log weights)
+//!                   ->  checkpoint due?  flush observers, write sampler + observer states
+//! ```
+//!
+//! The sampler owns the algorithm, the run owns the loop (argmin's split of solver and
+//! executor): a sampler never loops, and a run never knows which algorithm it drives. A run
+//! starts from the sampler's own step counter, so [`Run::resume`] only has to restore the
+//! sampler and the observers.
+
+use std::path::Path;
+use std::time::Instant;
+
+use sgmcmc_samplers::collect::Thinning;
+use sgmcmc_samplers::control::Phase;
+use sgmcmc_samplers::ensemble::Ensemble;
+use sgmcmc_samplers::sampler::Sampler;
+
+use crate::batches::BatchSource;
+use crate::checkpoint::{Checkpoint, Checkpoints, VERSION};
+use crate::error::RunError;
+use crate::observer::{Kept, Observer, Points, Progress};
+
+/// How long a run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Length {
+    /// This many steps in all.
+    Steps(u64),
+    /// This many epochs of the batch source.
+    Epochs(u64),
+}
+
+/// Which steps' pre-move points are samples.
+pub enum Keep<'a> {
+    /// After a burn-in, every `thin`-th step (and never in the exploration phase of a cyclical
+    /// schedule).
+    Thin(Thinning),
+    /// The steps a rule names (e.g. the first step of every evaluation epoch).
+    When(Box<dyn Fn(u64) -> bool + 'a>),
+}
+
+impl Keep<'_> {
+    fn keeps(&self, k: u64) -> bool {
+        match self {
+            Self::Thin(t) => t.keeps(k),
+            Self::When(rule) => rule(k),
+        }
+    }
+}
+
+/// What a finished (or stopped) run did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunReport {
+    /// Steps done in all (including steps before a resume).
+    pub steps: u64,
+    /// Steps done in this session.
+    pub session_steps: u64,
+    /// Wall time of this session's loop, seconds.
+    pub wall_seconds: f64,
+    /// Whether the run stopped early ([`Run::stop_after`]) rather than finishing.
+    pub stopped: bool,
+}
+
+impl RunReport {
+    /// Steps per second of this session.
+    pub fn steps_per_second(&self) -> f64 {
+        self.session_steps as f64 / self.wall_seconds.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// A run of a sampler over a batch source, with observers.
+///
+/// ```
+/// use sgmcmc_engine::{Kept, Repeat, Run, observers::OnSample};
+/// use sgmcmc_samplers::density::toy::by_name;
+/// use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
+/// use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
+///
+/// let chains = HostEnsemble::new(by_name("normal")?, &[vec![0.0]], 1)?;
+/// let mut sgld = SamplerSettings::named("sgld").spec(&BuildContext::steps(2000))?.build(chains, 1)?;
+/// let (mut sum, mut n) = (0.0, 0);
+/// let mut mean = OnSample::new(|kept: &Kept<HostPoints>| {
+///     sum += kept.points.chain(0)[0];
+///     n += 1;
+/// });
+/// Run::steps(2000).burn_in(500).thin(10).observe(&mut mean).run(&mut sgld, &mut Repeat(()))?;
+/// drop(mean);
+/// assert_eq!(n, 150);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Run<'a, S: Sampler> {
+    length: Length,
+    keep: Keep<'a>,
+    observers: Vec<&'a mut dyn Observer<S>>,
+    checkpoints: Option<Checkpoints>,
+    resume: Option<Checkpoint>,
+    stop_after: Option<u64>,
+}
+
+impl<'a, S: Sampler> Run<'a, S> {
+    /// A run of `length`, keeping every step from the start.
+    pub fn new(length: Length) -> Self {
+        Self {
+            length,
+            keep: Keep::Thin(Thinning {
+                burn_in: 0,
+                thin: 1,
+            }),
+            observers: Vec::new(),
+            checkpoints: None,
+            resume: None,
+            stop_after: None,
+        }
+    }
+
+    /// A run of `n` steps.
+    pub fn steps(n: u64) -> Self {
+        Self::new(Length::Steps(n))
+    }
+
+    /// A run of `n` epochs of the batch source.
+    pub fn epochs(n: u64) -> Self {
+        Self::new(Length::Epochs(n))
+    }
+
+    /// Discards the first `n` steps' points.
+    pub fn burn_in(mut self, n: u64) -> Self {
+        if let Keep::Thin(t) = &mut self.keep {
+            t.burn_in = n;
+        } else {
+            self.keep = Keep::Thin(Thinning {
+                burn_in: n,
+                thin: 1,
+            });
+        }
+        self
+    }
+
+    /// Keeps every `n`-th step after the burn-in.
+    pub fn thin(mut self, n: u64) -> Self {
+        if let Keep::Thin(t) = &mut self.keep {
+            t.thin = n;
+        } else {
+            self.keep = Keep::Thin(Thinning {
+                burn_in: 0,
+                thin: n,
+            });
+        }
+        self
+    }
+
+    /// Keeps exactly the steps `rule` names (replaces burn-in and thinning).
+    pub fn keep_when(mut self, rule: impl Fn(u64) -> bool + 'a) -> Self {
+        self.keep = Keep::When(Box::new(rule));
+        self
+    }
+
+    /// Adds an observer (called after the ones added before it).
+    pub fn observe(mut self, observer: &'a mut dyn Observer<S>) -> Self {
+        self.observers.push(observer);
+        self
+    }
+
+    /// Writes checkpoints (every [`Checkpoints::every`] steps, at an early stop, and at the
+    /// end).
+    pub fn checkpoints(mut self, c: Checkpoints) -> Self {
+        self.checkpoints = Some(c);
+        self
+    }
+
+    /// Continues from `checkpoint`: the sampler and the observers (the same ones, added in the
+    /// same order) get their saved states back before the first step.
+    pub fn resume(mut self, checkpoint: Checkpoint) -> Self {
+        self.resume = Some(checkpoint);
+        self
+    }
+
+    /// Stops once `steps` steps are done in all, writing a checkpoint there if checkpoints are
+    /// on.
+    pub fn stop_after(mut self, steps: u64) -> Self {
+        self.stop_after = Some(steps);
+        self
+    }
+
+    /// Runs the sampler to the end (or to [`Run::stop_after`]).
+    pub fn run<B>(mut self, sampler: &mut S, batches: &mut B) -> Result<RunReport, RunError>
+    where
+        B: BatchSource<Batch = S::Batch>,
+    {
+        let per_epoch = batches.batches_per_epoch();
+        let total = self.total(per_epoch)?;
+        if let Some(c) = self.resume.take() {
+            self.restore(sampler, c, total)?;
+        }
+        let start = sampler.steps_done();
+        if start > total {
+            return Err(RunError::Setting(format!(
+                "the sampler has done {start} steps, more than the run's {total}"
+            )));
+        }
+        let wants_points = self.observers.iter().any(|o| o.wants_points());
+        let mut points = Points::<S>::default();
+        let mut chains = Vec::with_capacity(sampler.n_chains());
+        let mut at = Progress {
+            step: start,
+            total,
+            per_epoch,
+        };
+        for o in &mut self.observers {
+            o.on_start(&at, sampler)?;
+        }
+        let clock = Instant::now();
+        for k in start..total {
+            let (epoch, index) = match per_epoch {
+                Some(e) => (k / e, k % e),
+                None => (0, k),
+            };
+            let batch = batches.batch(epoch, index)?;
+            at.step = k;
+            for o in &mut self.observers {
+                o.before_step(&at, sampler)?;
+            }
+            let keep = self.keep.keeps(k);
+            if keep && wants_points {
+                sampler.ensemble().snapshot_into(&mut points);
+            }
+            sampler.step(&batch)?;
+            let sampler = &*sampler;
+            let report = sampler.report();
+            for o in &mut self.observers {
+                o.on_step(&at, sampler, report)?;
+            }
+            if keep && report.phase != Some(Phase::Exploration) {
+                chains.clear();
+                if report.rungs.is_empty() {
+                    chains.extend(0..sampler.n_chains());
+                } else {
+                    chains.extend(report.rungs.iter().position(|r| *r == 0));
+                }
+                let kept = Kept {
+                    step: k,
+                    points: &points,
+                    chains: &chains,
+                    log_weights: &report.log_weights,
+                    report,
+                };
+                for o in &mut self.observers {
+                    o.on_sample(&at, &kept)?;
+                }
+            }
+            let done = k + 1;
+            let stop = self.stop_after == Some(done) && done < total;
+            let due = self
+                .checkpoints
+                .as_ref()
+                .is_some_and(|c| c.every > 0 && done.is_multiple_of(c.every) && done < total);
+            if due || (stop && self.checkpoints.is_some()) {
+                self.checkpoint(sampler, done, total)?;
+            }
+            if stop {
+                return Ok(RunReport {
+                    steps: done,
+                    session_steps: done - start,
+                    wall_seconds: clock.elapsed().as_secs_f64(),
+                    stopped: true,
+                });
+            }
+        }
+        let wall_seconds = clock.elapsed().as_secs_f64();
+        at.step = total.saturating_sub(1);
+        for o in &mut self.observers {
+            o.on_end(&at, sampler)?;
+            o.flush()?;
+        }
+        // The last checkpoint holds the final state (a longer run can continue from it).
+        if self.checkpoints.is_some() {
+            self.checkpoint(sampler, total, total)?;
+        }
+        Ok(RunReport {
+            steps: total,
+            session_steps: total - start,
+            wall_seconds,
+            stopped: false,
+        })
+    }
+
+    fn total(&self, per_epoch: Option<u64>) -> Result<u64, RunError> {
+        let total = match self.length {
+            Length::Steps(n) => n,
+            Length::Epochs(e) => match per_epoch {
+                Some(0) => return Err(RunError::Setting("an epoch has no batch".into())),
+                Some(p) => e.checked_mul(p).ok_or_else(|| {
+                    RunError::Setting(format!("{e} epochs of {p} batches overflow"))
+                })?,
+                None => {
+                    return Err(RunError::Setting(
+                        "a run in epochs needs a batch source with epochs".into(),
+                    ));
+                }
+            },
+        };
+        if total == 0 {
+            return Err(RunError::Setting("a run needs at least one step".into()));
+        }
+        if let Keep::Thin(t) = &self.keep {
+            if t.thin == 0 {
+                return Err(RunError::Setting("thin must be >= 1".into()));
+            }
+            if t.burn_in >= total {
+                return Err(RunError::Setting(format!(
+                    "a burn-in of {} steps leaves no sample in a run of {total} steps",
+                    t.burn_in
+                )));
+            }
+        }
+        Ok(total)
+    }
+
+    fn checkpoint(&mut self, sampler: &S, done: u64, total: u64) -> Result<(), RunError> {
+        let Some(c) = &self.checkpoints else {
+            return Ok(());
+        };
+        let mut observers = Vec::with_capacity(self.observers.len());
+        for o in &mut self.observers {
+            o.flush()?;
+            observers.push(o.save()?);
+        }
+        Checkpoint {
+            version: VERSION,
+            next_step: done,
+            total_steps: total,
+            sampler: sampler.state()?,
+            observers,
+            meta: c.meta.clone(),
+        }
+        .write(&c.path)
+    }
+
+    fn restore(&mut self, sampler: &mut S, c: Checkpoint, total: u64) -> Result<(), RunError> {
+        let bad = |reason: String| {
+            let path = self
+                .checkpoints
+                .as_ref()
+                .map_or_else(|| Path::new("checkpoint").to_path_buf(), |c| c.path.clone());
+            RunError::Malformed { path, reason }
+        };
+        if c.total_steps != total {
+            return Err(bad(format!(
+                "the checkpoint is of a run of {} steps, this run has {total}",
+                c.total_steps
+            )));
+        }
+        if c.observers.len() != self.observers.len() {
+            return Err(bad(format!(
+                "the checkpoint holds {} observers' states, this run has {} observers",
+                c.observers.len(),
+                self.observers.len()
+            )));
+        }
+        if c.sampler.step != c.next_step {
+            return Err(bad("the sampler's step counter disagrees with the run's".into()));
+        }
+        sampler.restore(c.sampler)?;
+        for (o, s) in self.observers.iter_mut().zip(&c.observers) {
+            o.restore(s)?;
+        }
+        Ok(())
+    }
+}

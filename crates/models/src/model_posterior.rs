@@ -1,0 +1,140 @@
+//! The posterior of any burn module: a likelihood ([`NegLogLik`], e.g. a closure) and a
+//! [`Prior`], as a sampler [`Target`].
+
+use burn::module::Module;
+use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
+use sgmcmc_samplers::TargetError;
+use sgmcmc_samplers::density::{Estimate, Target};
+use sgmcmc_samplers::rng::ChainRng;
+
+use crate::nll::NegLogLik;
+use crate::prior::{Gaussian, Prior};
+
+/// `U~(theta) = -ln p(theta) + (N / n) NLL(batch | theta)` (ALGORITHMS.md scaling: energies
+/// and learning rates at full-data scale; a mean-loss learning rate `eta` is `lr = eta / N`).
+/// The model must live on an autodiff device (`device.autodiff()`).
+///
+/// ```
+/// use burn::nn::{Linear, LinearConfig};
+/// use burn::tensor::{Device, Tensor};
+/// use sgmcmc_models::{Gaussian, ModelPosterior, nll_fn};
+///
+/// /// Inputs and targets of a regression batch.
+/// struct Xy(Tensor<2>, Tensor<2>);
+///
+/// // Unit-noise Gaussian likelihood: per-example NLL (r^2 / 2 up to a constant).
+/// let nll = nll_fn(|m: &Linear, b: &Xy| {
+///     let r = m.forward(b.0.clone()) - b.1.clone();
+///     r.powi_scalar(2).mul_scalar(0.5).sum_dim(1).squeeze_dim(1)
+/// });
+/// let posterior = ModelPosterior::new(nll, 1000).with_prior(Gaussian { precision: 1.0 });
+/// # let _ = posterior;
+/// ```
+#[derive(Clone, Debug)]
+pub struct ModelPosterior<L, P = Gaussian> {
+    /// The data term.
+    pub likelihood: L,
+    /// The prior.
+    pub prior: P,
+    /// Number of training points `N`.
+    pub n_data: usize,
+}
+
+impl<L> ModelPosterior<L, Gaussian> {
+    /// `likelihood` over `n_data` points with a unit Gaussian prior (precision 1).
+    pub fn new(likelihood: L, n_data: usize) -> Self {
+        Self {
+            likelihood,
+            prior: Gaussian { precision: 1.0 },
+            n_data,
+        }
+    }
+}
+
+impl<L, P> ModelPosterior<L, P> {
+    /// The same posterior with another prior.
+    pub fn with_prior<Q>(self, prior: Q) -> ModelPosterior<L, Q> {
+        ModelPosterior {
+            likelihood: self.likelihood,
+            prior,
+            n_data: self.n_data,
+        }
+    }
+}
+
+/// The differentiable energy of `model` on `batch` under `likelihood` and `prior`.
+pub fn energy<M, L, P>(
+    likelihood: &L,
+    prior: &P,
+    n_data: usize,
+    model: &M,
+    batch: &L::Batch,
+) -> Result<Tensor<1>, TargetError>
+where
+    M: Module,
+    L: NegLogLik<M>,
+    P: Prior<M>,
+{
+    let nll = likelihood.nll(model, batch)?;
+    let mut energy = nll.sum.mul_scalar(n_data as f64 / nll.n as f64);
+    if let Some(owned) = nll.owned_prior {
+        energy = energy + owned;
+    }
+    let exclude = likelihood.owned_params(model);
+    Ok(match prior.energy(model, &exclude) {
+        Some(p) => energy + p,
+        None => energy,
+    })
+}
+
+/// One chain's energy and gradients from a differentiable energy.
+pub(crate) fn estimate_of<M: Module>(model: &M, energy: Tensor<1>) -> Estimate {
+    let value = f64::from(energy.clone().into_scalar::<f32>());
+    let grads = GradientsParams::from_grads(energy.backward(), model);
+    Estimate {
+        energies: vec![value],
+        grads,
+    }
+}
+
+impl<M, L, P> Target<M> for ModelPosterior<L, P>
+where
+    M: Module,
+    L: NegLogLik<M>,
+    P: Prior<M>,
+{
+    type Batch = L::Batch;
+
+    fn chains_per_module(&self, _model: &M) -> usize {
+        1
+    }
+
+    fn estimate(
+        &self,
+        model: &M,
+        batch: &L::Batch,
+        _rngs: &mut [ChainRng],
+    ) -> Result<Estimate, TargetError> {
+        let e = energy(&self.likelihood, &self.prior, self.n_data, model, batch)?;
+        Ok(estimate_of(model, e))
+    }
+
+    fn batch_energies(
+        &self,
+        model: &M,
+        batch: &L::Batch,
+        _rngs: &mut [ChainRng],
+    ) -> Result<Vec<f64>, TargetError> {
+        let e = energy(&self.likelihood, &self.prior, self.n_data, model, batch)?;
+        Ok(vec![f64::from(e.into_scalar::<f32>())])
+    }
+
+    fn full_energy(&self, _model: &M) -> Result<Vec<f64>, TargetError> {
+        Err(TargetError::Shape(
+            "the full-data energy of a network posterior needs the dataset; sum the energies \
+             of its batches instead"
+                .into(),
+        ))
+    }
+}

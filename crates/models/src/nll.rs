@@ -1,0 +1,81 @@
+//! The data term of a posterior: the negative log-likelihood of a minibatch, as a trait that a
+//! closure, the built-in [`Likelihood`](crate::Likelihood) and any user type implement.
+
+use std::marker::PhantomData;
+
+use burn::module::ParamId;
+use burn::tensor::Tensor;
+use sgmcmc_samplers::TargetError;
+
+/// The negative log-likelihood of one minibatch.
+pub struct BatchNll {
+    /// `-sum_{i in B} log p(y_i | x_i, theta)`, a `[1]` tensor (differentiable on an autodiff
+    /// device).
+    pub sum: Tensor<1>,
+    /// The number of examples `n` in the batch (the energy scales `sum` by `N / n`).
+    pub n: usize,
+    /// Energy terms of parameters the likelihood owns (e.g. the Gamma prior of a learned noise
+    /// precision): added to the energy unscaled.
+    pub owned_prior: Option<Tensor<1>>,
+}
+
+impl BatchNll {
+    /// From per-example negative log-likelihoods `[n]`.
+    pub fn per_example(nll: Tensor<1>) -> Self {
+        let n = nll.dims()[0];
+        Self {
+            sum: nll.sum(),
+            n,
+            owned_prior: None,
+        }
+    }
+}
+
+/// `-log p(batch | theta)` for a model `M`.
+pub trait NegLogLik<M>: Sync {
+    /// A minibatch (shared by the threads of independent chains).
+    type Batch: Sync;
+
+    /// The batch's negative log-likelihood.
+    fn nll(&self, model: &M, batch: &Self::Batch) -> Result<BatchNll, TargetError>;
+
+    /// Parameters whose prior the likelihood supplies itself ([`BatchNll::owned_prior`]), left
+    /// out of the posterior's weight prior.
+    fn owned_params(&self, _model: &M) -> Vec<ParamId> {
+        Vec::new()
+    }
+}
+
+/// A closure `(model, batch) -> per-example NLL [n]` as a [`NegLogLik`] ([`nll_fn`]).
+pub struct NllFn<F, B> {
+    f: F,
+    _batch: PhantomData<fn(&B)>,
+}
+
+/// The likelihood of a closure that returns the per-example negative log-likelihood of a batch
+/// as a `[n]` tensor, e.g. for regression with unit noise
+/// `nll_fn(|m: &MyNet, b: &MyBatch| (m.forward(b.x.clone()) - b.y.clone()).powi_scalar(2).mul_scalar(0.5).sum_dim(1).squeeze_dim(1))`.
+pub fn nll_fn<M, B, F>(f: F) -> NllFn<F, B>
+where
+    F: Fn(&M, &B) -> Tensor<1> + Sync,
+{
+    NllFn {
+        f,
+        _batch: PhantomData,
+    }
+}
+
+impl<M, B: Sync, F> NegLogLik<M> for NllFn<F, B>
+where
+    F: Fn(&M, &B) -> Tensor<1> + Sync,
+{
+    type Batch = B;
+
+    fn nll(&self, model: &M, batch: &B) -> Result<BatchNll, TargetError> {
+        let per_example = (self.f)(model, batch);
+        if per_example.dims()[0] == 0 {
+            return Err(TargetError::Shape("the likelihood saw an empty batch".into()));
+        }
+        Ok(BatchNll::per_example(per_example))
+    }
+}

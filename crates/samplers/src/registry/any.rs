@@ -1,0 +1,87 @@
+//! Any registry sampler behind one type.
+
+use crate::checkpoint::SamplerState;
+use crate::control::ContourTheta;
+use crate::ensemble::Ensemble;
+use crate::error::SamplerError;
+use crate::sampler::{Contour, ReplicaExchange, Sampler, Sgmcmc, StepReport};
+
+/// A plain, contour or replica-exchange sampler over the chains of `E`, as built from the
+/// registry ([`super::SamplerSpec::build`]).
+pub enum AnySampler<E: Ensemble> {
+    /// Independent chains.
+    Plain(Sgmcmc<E>),
+    /// A contour sampler.
+    Contour(Contour<E>),
+    /// Replica exchange.
+    Replica(ReplicaExchange<E>),
+}
+
+/// Runs `$body` with `$s` bound to the inner sampler, whichever it is.
+macro_rules! each {
+    ($self:expr, $s:ident => $body:expr) => {
+        match $self {
+            AnySampler::Plain($s) => $body,
+            AnySampler::Contour($s) => $body,
+            AnySampler::Replica($s) => $body,
+        }
+    };
+}
+
+impl<E: Ensemble> AnySampler<E> {
+    /// The contour sampler, if this is one.
+    pub fn as_contour(&self) -> Option<&Contour<E>> {
+        match self {
+            Self::Contour(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The replica-exchange sampler, if this is one.
+    pub fn as_replica(&self) -> Option<&ReplicaExchange<E>> {
+        match self {
+            Self::Replica(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The shared contour `theta`, if any.
+    pub fn theta(&self) -> Option<&ContourTheta> {
+        self.as_contour().map(Contour::theta)
+    }
+
+    /// Contour samplers: how far the gradient multiplier can move over the next `steps` steps,
+    /// to first order ([`Contour::multiplier_reach`]).
+    pub fn multiplier_reach(&self, steps: u64) -> Option<f64> {
+        self.as_contour().map(|c| c.multiplier_reach(steps))
+    }
+}
+
+impl<E: Ensemble> Sampler for AnySampler<E> {
+    type Batch = E::Batch;
+    type Ensemble = E;
+
+    fn ensemble(&self) -> &E {
+        each!(self, s => s.ensemble())
+    }
+
+    fn steps_done(&self) -> u64 {
+        each!(self, s => s.steps_done())
+    }
+
+    fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
+        each!(self, s => s.step(batch))
+    }
+
+    fn report(&self) -> &StepReport {
+        each!(self, s => s.report())
+    }
+
+    fn state(&self) -> Result<SamplerState, SamplerError> {
+        each!(self, s => s.state())
+    }
+
+    fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
+        each!(self, s => s.restore(state))
+    }
+}

@@ -1,0 +1,234 @@
+//! The hyper-parameters of every sampler, in one serde struct.
+
+use serde::{Deserialize, Serialize};
+
+use crate::control::{MultiplierScheme, RandomField, SwapScheme, ThetaInit, WeightRule};
+
+/// Every hyper-parameter a registry sampler reads. Each sampler reads the fields of its kernel
+/// and family and ignores the rest, so one struct (one TOML table) describes any of them.
+/// Learning rates are at full-data scale (the energy is a sum over the data).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SamplerSettings {
+    /// Registry name ([`super::ENTRIES`]).
+    pub name: String,
+    /// Learning rate (the peak of a cyclical schedule; rung 0's for replica exchange).
+    pub lr: f64,
+    /// Sampling temperature `tau` (SGD and momentum SGD run at 0 whatever this says).
+    pub temperature: f64,
+    /// Momentum `mu` of momentum SGD and SGHMC (friction `1 - mu`).
+    pub momentum: f64,
+    /// SGHMC gradient-noise variance estimate `V`.
+    pub noise_estimate: f64,
+    /// SGHMC momentum resampling period (0 = never).
+    pub resample_every: u64,
+    /// pSGLD moving-average factor of the squared gradients.
+    pub psgld_alpha: f64,
+    /// pSGLD regulariser `lambda`.
+    pub psgld_lambda: f64,
+    /// SGNHT injected friction `a` in (0, 1).
+    pub friction: f64,
+    /// Cyclical schedules.
+    pub cyclical: CyclicalSettings,
+    /// Annealing.
+    pub annealing: AnnealingSettings,
+    /// Contour samplers.
+    pub contour: ContourSettings,
+    /// Replica exchange.
+    pub replica: ReplicaSettings,
+}
+
+impl Default for SamplerSettings {
+    fn default() -> Self {
+        Self {
+            name: "sgld".into(),
+            lr: 1e-3,
+            temperature: 1.0,
+            momentum: 0.9,
+            noise_estimate: 0.0,
+            resample_every: 0,
+            psgld_alpha: 0.99,
+            psgld_lambda: 1e-5,
+            friction: 0.1,
+            cyclical: CyclicalSettings::default(),
+            annealing: AnnealingSettings::default(),
+            contour: ContourSettings::default(),
+            replica: ReplicaSettings::default(),
+        }
+    }
+}
+
+impl SamplerSettings {
+    /// The defaults with sampler `name`.
+    pub fn named(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Cyclical learning rate (Zhang et al. 2020): `cycles` cosine cycles over the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CyclicalSettings {
+    /// Number of cycles over the run.
+    pub cycles: u64,
+    /// Position in the cycle from which samples are collected (the sampling phase).
+    pub sampling_threshold: f64,
+    /// Explore without noise (temperature 0 in the exploration phase).
+    pub noise_free_exploration: bool,
+}
+
+impl Default for CyclicalSettings {
+    fn default() -> Self {
+        Self {
+            cycles: 20,
+            sampling_threshold: 0.5,
+            noise_free_exploration: true,
+        }
+    }
+}
+
+/// Simulated annealing of the temperature.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AnnealingSettings {
+    /// The temperature is divided by this every epoch.
+    pub factor: f64,
+    /// Steps per epoch.
+    pub steps_per_epoch: u64,
+}
+
+impl Default for AnnealingSettings {
+    fn default() -> Self {
+        Self {
+            factor: 1.01,
+            steps_per_epoch: 1000,
+        }
+    }
+}
+
+/// Contour samplers (CSGLD paper eq. 8-9; thesis Algorithm 7): the energy partition, `zeta`,
+/// the stochastic-approximation steps and theta.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContourSettings {
+    /// Tuning parameter `zeta`.
+    pub zeta: f64,
+    /// Number of energy bins `m`.
+    pub bins: usize,
+    /// Bin width `du`.
+    pub du: f64,
+    /// Lower energy edge (none: the build context's minimum energy, one bin width lower for
+    /// the power and interacting fields; see [`crate::registry::BuildContext`]).
+    pub u_min: Option<f64>,
+    /// `omega_k = min(omega_max, omega_a / (k^omega_alpha + omega_b))`.
+    pub omega_max: f64,
+    /// See `omega_max`.
+    pub omega_a: f64,
+    /// See `omega_max`.
+    pub omega_alpha: f64,
+    /// See `omega_max`.
+    pub omega_b: f64,
+    /// Initial theta (none: decreasing for the power and interacting fields, as the reference
+    /// CSGLD code; increasing for the cumulative field).
+    pub theta_init: Option<ThetaInit>,
+    /// Multiplier differencing (backward = eq. 8, forward = supplement D.1).
+    pub multiplier_scheme: MultiplierScheme,
+    /// AWSGLD: the target temperature `T` the samples are reweighted to (none: `temperature`).
+    pub target_temperature: Option<f64>,
+    /// Importance weights: `bin` (theta[J]^zeta) or `interpolated` (eq. 5).
+    pub weights: WeightRule,
+    /// Replaces the sampler's own random field (e.g. the interacting field for `csgld`).
+    pub field: Option<RandomField>,
+    /// Optional bounds on the gradient multiplier.
+    pub multiplier_clip: Option<(f64, f64)>,
+}
+
+impl Default for ContourSettings {
+    /// The network defaults of the thesis (sec. 6.4): `omega_k = min(0.01, 1 / (k^0.6 + 100))`.
+    fn default() -> Self {
+        Self {
+            zeta: 0.75,
+            bins: 100,
+            du: 0.25,
+            u_min: None,
+            omega_max: 0.01,
+            omega_a: 1.0,
+            omega_alpha: 0.6,
+            omega_b: 100.0,
+            theta_init: None,
+            multiplier_scheme: MultiplierScheme::Backward,
+            target_temperature: None,
+            weights: WeightRule::Bin,
+            field: None,
+            multiplier_clip: None,
+        }
+    }
+}
+
+/// Replica exchange (`resgld`, `resghmc`, `deo-*`): one rung per chain.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplicaSettings {
+    /// Temperatures of the rungs (Metropolis rule; one per chain). Empty: `[temperature, 10 x
+    /// temperature]` for two chains.
+    pub temperatures: Vec<f64>,
+    /// Learning rates of the rungs; empty: `lr` on every rung (Metropolis) or a geometric
+    /// ladder from `lr` to `lr_max` (deterministic).
+    pub lrs: Vec<f64>,
+    /// Highest learning rate of a geometric ladder (`deo-*`).
+    pub lr_max: f64,
+    /// Correction factor `F >= 1` of the Metropolis swap (`inf`: naive swaps).
+    pub correction: f64,
+    /// Steps between refreshes of `sigma2_hat` from fresh energies (0: never).
+    pub variance_period: u64,
+    /// Fresh energies per refresh.
+    pub variance_draws: usize,
+    /// Initial `sigma2_hat`.
+    pub initial_variance: f64,
+    /// Fixed smoothing `gamma` of `sigma2_hat`; none: running mean (`gamma = 1/m`).
+    pub variance_gamma: Option<f64>,
+    /// Steps without swaps after a swap.
+    pub cooling: u64,
+    /// Swap scheme (`adjacent`, `stochastic_even_odd`, `deterministic_even_odd`, `{ window =
+    /// W }`, `{ optimal = { target_rate = S } }`); none: DEO* at `target_rate` for `deo-*`,
+    /// adjacent otherwise.
+    pub scheme: Option<SwapScheme>,
+    /// Initial correction buffer `C_0` (`deo-*`).
+    pub buffer: f64,
+    /// Target swap rate `S` (`deo-*`).
+    pub target_rate: f64,
+    /// Adapt the ladder and the buffer (`deo-*`).
+    pub adapt: bool,
+    /// `gamma_k = gamma_a / (k^gamma_alpha + gamma_b)` of the adaptation.
+    pub gamma_a: f64,
+    /// See `gamma_a`.
+    pub gamma_alpha: f64,
+    /// See `gamma_a`.
+    pub gamma_b: f64,
+}
+
+impl Default for ReplicaSettings {
+    fn default() -> Self {
+        Self {
+            temperatures: Vec::new(),
+            lrs: Vec::new(),
+            lr_max: 0.6,
+            correction: 1.0,
+            variance_period: 100,
+            variance_draws: 10,
+            initial_variance: 0.0,
+            variance_gamma: None,
+            cooling: 0,
+            scheme: None,
+            buffer: 4.0,
+            target_rate: 0.4,
+            adapt: true,
+            gamma_a: 50.0,
+            gamma_alpha: 0.8,
+            gamma_b: 500.0,
+        }
+    }
+}
