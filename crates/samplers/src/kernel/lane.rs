@@ -18,8 +18,6 @@ pub trait Lane: Sized {
     fn mul(self, other: &Self) -> Self;
     /// `self * c` with a per-chain coefficient.
     fn scale(self, c: &Self::Coef) -> Self;
-    /// `self + c` with a per-chain coefficient.
-    fn add_coef(self, c: &Self::Coef) -> Self;
     /// `self * s` with a scalar common to all chains.
     fn scale_by(self, s: f64) -> Self;
     /// `self + s`.
@@ -49,10 +47,6 @@ impl Lane for f64 {
     #[inline]
     fn scale(self, c: &f64) -> Self {
         self * c
-    }
-    #[inline]
-    fn add_coef(self, c: &f64) -> Self {
-        self + c
     }
     #[inline]
     fn scale_by(self, s: f64) -> Self {

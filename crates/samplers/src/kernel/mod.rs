@@ -107,7 +107,7 @@ pub struct Coefs<C> {
     pub diffusion: C,
     /// Standard deviation of a momentum resample (SGHMC).
     pub refresh: C,
-    /// `-lr tau`: the thermostat's kinetic target with its sign (SGNHT).
+    /// `-2 lr tau`: the thermostat's kinetic target with its sign (SGNHT).
     pub thermostat: C,
 }
 
@@ -227,7 +227,7 @@ impl Kernel {
             },
             Self::Sgnht { friction } => Coefficients {
                 diffusion: (2.0 * friction * s.lr * s.temperature).sqrt(),
-                thermostat: -s.lr * s.temperature,
+                thermostat: -2.0 * s.lr * s.temperature,
                 ..c
             },
             Self::Sghmc {

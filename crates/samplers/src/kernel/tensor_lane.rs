@@ -49,12 +49,6 @@ impl Lane for Tensor<2> {
             TensorCoef::Column(col) => self * (**col).clone(),
         }
     }
-    fn add_coef(self, c: &TensorCoef) -> Self {
-        match c {
-            TensorCoef::Scalar(s) => Tensor::add_scalar(self, *s),
-            TensorCoef::Column(col) => self + (**col).clone(),
-        }
-    }
     fn scale_by(self, s: f64) -> Self {
         self.mul_scalar(s)
     }

@@ -1,0 +1,124 @@
+//! The run loop's rules (lengths, keeping, guards) and the tuning helpers, on exact answers.
+
+use sgmcmc_engine::observers::{DivergenceGuard, OnSample, OnStep, ProgressReport};
+use sgmcmc_engine::{Kept, Progress, Repeat, Run, RunError, tuning};
+use sgmcmc_samplers::density::toy::{NoiseModel, ToyTarget, by_name};
+use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
+use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
+use sgmcmc_samplers::sampler::StepReport;
+
+/// `U(x) = x^2 / 2 + ln(2 pi) / 2`, exact energies and gradients.
+fn target() -> ToyTarget {
+    by_name("normal").unwrap().with_noise(NoiseModel::EXACT).unwrap()
+}
+
+fn normal(name: &str, lr: f64, chains: usize, steps: u64) -> AnySampler<HostEnsemble> {
+    let ens = HostEnsemble::new(target(), &vec![vec![1.0]; chains], 2).unwrap();
+    SamplerSettings {
+        lr,
+        ..SamplerSettings::named(name)
+    }
+    .spec(&BuildContext::steps(steps).chains(chains))
+    .unwrap()
+    .build(ens, 2)
+    .unwrap()
+}
+
+#[test]
+fn kept_steps_follow_burn_in_and_thinning_and_carry_the_pre_move_point() {
+    let mut s = normal("sgld", 0.1, 2, 30);
+    let mut kept = Vec::new();
+    let mut before = Vec::new();
+    let mut at_step = OnStep::new(|_: &Progress, r: &StepReport| before.push(r.energies.clone()));
+    let mut keep = OnSample::new(|k: &Kept<HostPoints>| {
+        kept.push((k.step, k.chains.to_vec(), k.points.chain(1)[0]));
+    });
+    let report = Run::steps(30)
+        .burn_in(10)
+        .thin(7)
+        .observe(&mut at_step)
+        .observe(&mut keep)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
+    drop((at_step, keep));
+    assert_eq!(report.steps, 30);
+    let steps: Vec<u64> = kept.iter().map(|k| k.0).collect();
+    assert_eq!(steps, vec![10, 17, 24]);
+    assert!(kept.iter().all(|k| k.1 == vec![0, 1]));
+    // The kept point is the one the step's energy was taken at.
+    let t = target();
+    for (k, _, x) in &kept {
+        assert!((before[*k as usize][1] - t.potential().energy(&[*x])).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn bad_lengths_and_thinnings_are_refused_before_any_step() {
+    let mut s = normal("sgld", 0.1, 1, 10);
+    let mut run = |r: Run<'_, AnySampler<HostEnsemble>>| r.run(&mut s, &mut Repeat(())).unwrap_err();
+    for (err, what) in [
+        (run(Run::steps(0)), "at least one step"),
+        (run(Run::steps(10).burn_in(10)), "no sample"),
+        (run(Run::steps(10).thin(0)), "thin"),
+        (run(Run::epochs(3)), "epochs"),
+    ] {
+        assert!(matches!(err, RunError::Setting(_)), "{err}");
+        assert!(err.to_string().contains(what), "{err}");
+    }
+}
+
+#[test]
+fn the_guard_names_the_chain_and_the_step_and_progress_reaches_the_total() {
+    // From x = 1 under SGD at lr 3, x <- -2 x: U_k = 4^k / 2 + 0.92, over 100 first at k = 4.
+    let mut s = normal("sgd", 3.0, 1, 50);
+    let mut guard = DivergenceGuard::new().max_energy(100.0);
+    let err = Run::steps(50)
+        .observe(&mut guard)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap_err();
+    assert!(err.is_divergence());
+    assert!(err.to_string().contains("chain 0 diverged at step 4"), "{err}");
+    let mut s = normal("sgld", 0.1, 1, 5000);
+    let mut last = (0, 0);
+    let mut calls = 0;
+    let mut p = ProgressReport::new(|d, t| {
+        last = (d, t);
+        calls += 1;
+    })
+    .updates(10);
+    Run::steps(5000).observe(&mut p).run(&mut s, &mut Repeat(())).unwrap();
+    drop(p);
+    assert_eq!(last, (5000, 5000));
+    assert!((10..=12).contains(&calls), "{calls} calls");
+}
+
+#[test]
+fn the_lr_probe_finds_the_exact_stability_bound_of_a_gaussian() {
+    // On U = x^2 / 2 + c, SGD is stable exactly for lr < 2 (|1 - lr| < 1).
+    let lr = tuning::probe_lr(&[4.0, 2.5, 1.9, 0.5], 300, 10.0, &mut Repeat(()), |lr| {
+        Ok(normal("sgd", lr, 1, 300))
+    })
+    .unwrap();
+    assert_eq!(lr, 1.9);
+    let err = tuning::probe_lr(&[3.0, 2.2], 300, 10.0, &mut Repeat(()), |lr| {
+        Ok(normal("sgd", lr, 1, 300))
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("every learning rate"), "{err}");
+}
+
+#[test]
+fn a_pilot_partition_covers_the_pilot_energies_with_headroom_above() {
+    // SGLD on N(0, 1): U = x^2 / 2 follows chi2_1 / 2 (median 0.227, 99.9% below 5.41).
+    let mut s = normal("sgld", 0.05, 4, 20_000);
+    let e = tuning::pilot_energies(&mut s, &mut Repeat(()), 20_000, 1000).unwrap();
+    assert_eq!(e.len(), 4 * 19_000);
+    let p = tuning::partition(&e, 50).unwrap();
+    let lo = e.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert!(p.u_min <= lo, "{} vs {lo}", p.u_min);
+    let top = p.u_min + p.du * 50.0;
+    // The 99.9% quantile (about 5.4) plus its range again lies inside, the extreme max may not.
+    assert!(top > 2.0 * 5.0 && top < 2.5 * hi.max(6.0), "{top} vs max {hi}");
+    assert!(tuning::partition(&[1.0], 10).is_err());
+}
