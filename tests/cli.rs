@@ -1,29 +1,9 @@
 //! The CLI contract: outputs, `--list`, and bad input giving one clear error line and a
 //! non-zero exit code (2 for bad usage or input, 1 for a failed run), never a panic.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn sgmcmc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sgmcmc"))
-        .args(args)
-        .output()
-        .expect("binary runs")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sgmcmc-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Runs the CLI and asserts success.
-fn succeeds(args: &[&str]) {
-    let out = sgmcmc(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{args:?}: {err}");
-}
+use common::cli::{sgmcmc, succeeds, tmp};
 
 /// The `summary.json` of a run directory.
 fn summary(dir: &std::path::Path) -> serde_json::Value {

@@ -2,6 +2,8 @@
 //! algebra for exact stationary laws.
 #![allow(dead_code)]
 
+pub mod cli;
+
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::Device;
 

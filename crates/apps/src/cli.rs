@@ -37,6 +37,8 @@ pub enum Command {
     Mnist(crate::mnist::MnistArgs),
     /// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP over the 8x8 digits, streaming BMA.
     Digits(crate::digits::DigitsArgs),
+    /// Predict with a saved posterior (a run written with --save-samples) on new inputs.
+    Predict(crate::predict::PredictArgs),
     /// Fetch or verify benchmark data.
     #[command(subcommand)]
     Data(crate::data_cmd::DataCommand),
@@ -160,6 +162,7 @@ where
         Command::Data(c) => crate::data_cmd::run(&c),
         Command::Mnist(a) => crate::mnist::run(&a),
         Command::Digits(a) => crate::digits::run(&a),
+        Command::Predict(a) => crate::predict::run(&a),
     }
 }
 

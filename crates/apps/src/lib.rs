@@ -14,6 +14,7 @@ pub mod mnist;
 pub mod output;
 pub mod overrides;
 pub mod plot;
+pub mod predict;
 pub mod progress;
 pub mod threads;
 pub mod toy;

@@ -174,7 +174,7 @@ impl UciDataset {
 ///
 /// The sd is the sample standard deviation with divisor `n - 1`; with fewer than two rows, or a
 /// constant column, it is taken as 1 so that standardizing only centres the column.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Standardizer {
     /// Mean of each feature column.
     pub x_mean: Vec<f64>,

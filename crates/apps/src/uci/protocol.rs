@@ -461,6 +461,19 @@ where
     let mut saver = files
         .filter(|f| f.save_samples)
         .map(|f| SampleSaver::new(f.dir.join("samples")));
+    if let Some(f) = files.filter(|f| f.save_samples) {
+        if matches!(run.noise, UciNoise::Learned { .. }) {
+            return Err(AppError::Usage(
+                "--save-samples supports the fixed-noise MLP only".into(),
+            ));
+        }
+        crate::predict::SavedModel::UciMlp {
+            mlp: uci_mlp(d),
+            standardizer: data.standardizer.clone(),
+            standardize_target: run.standardize_target,
+        }
+        .write(&f.dir)?;
+    }
     let mut batches = UciBatches::new(x_train, y_train, run.batch, run.seed);
     let mut r = Run::epochs(run.epochs as u64)
         .burn_in(burn)

@@ -1,0 +1,175 @@
+//! `sgmcmc predict --run DIR --data FILE`: the weighted model average of a saved posterior on
+//! new inputs, without sampling again.
+//!
+//! `DIR` is a run folder written with `--save-samples` (`sgmcmc uci ... --save-samples` writes
+//! one per seed, `OUT/seed-K`): its `model.json` says which network and which input
+//! standardization the run used, `samples/` holds the kept models with their log importance
+//! weights. `FILE` holds one input row per line in original units (numbers separated by commas
+//! or white space; a first line that is not numeric is taken as a header). The predictions
+//! (the importance-weighted average of the models' outputs, in original units) go to
+//! `predictions.csv` beside `FILE` or to `--out`.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::{Device, Tensor, TensorData};
+use serde::{Deserialize, Serialize};
+use sgmcmc_data::Standardizer;
+use sgmcmc_engine::SavedPosterior;
+use sgmcmc_models::{Mlp, MlpConfig, Network};
+
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::output;
+
+/// Options of `sgmcmc predict`.
+#[derive(Debug, clap::Args)]
+pub struct PredictArgs {
+    /// A run folder with `model.json` and `samples/` (`--save-samples`).
+    #[arg(long)]
+    pub run: PathBuf,
+    /// Input rows in original units (CSV or white-space separated).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Output file (default: `predictions.csv` beside the data).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Tensor device.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    pub device: DeviceChoice,
+}
+
+/// What a saved run's models are: written beside the samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SavedModel {
+    /// A UCI regression MLP with the split's standardization.
+    UciMlp {
+        /// The network.
+        mlp: MlpConfig,
+        /// Feature (and target) statistics of the training split.
+        standardizer: Standardizer,
+        /// Whether the network predicts the standardized target.
+        standardize_target: bool,
+    },
+}
+
+impl SavedModel {
+    /// Writes `dir/model.json`.
+    pub fn write(&self, dir: &Path) -> Result<(), AppError> {
+        output::write_json(&dir.join("model.json"), self)
+    }
+
+    fn read(dir: &Path) -> Result<Self, AppError> {
+        let path = dir.join("model.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            AppError::Input(format!(
+                "cannot read {} ({e}); was the run written with --save-samples?",
+                path.display()
+            ))
+        })?;
+        serde_json::from_str(&text)
+            .map_err(|e| AppError::Input(format!("{}: {e}", path.display())))
+    }
+}
+
+/// Input rows of `path`: numbers separated by commas or white space, one row per line.
+pub fn read_rows(path: &Path, width: usize) -> Result<Vec<Vec<f64>>, AppError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let cells: Vec<&str> = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|c| !c.is_empty())
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let parsed: Result<Vec<f64>, _> = cells.iter().map(|c| c.parse::<f64>()).collect();
+        let row = match parsed {
+            Ok(r) => r,
+            Err(_) if i == 0 => continue,
+            Err(_) => {
+                return Err(AppError::Input(format!(
+                    "{}:{}: not a row of numbers",
+                    path.display(),
+                    i + 1
+                )));
+            }
+        };
+        if row.len() != width || row.iter().any(|v| !v.is_finite()) {
+            return Err(AppError::Input(format!(
+                "{}:{}: expected {width} finite numbers, got {}",
+                path.display(),
+                i + 1,
+                row.len()
+            )));
+        }
+        rows.push(row);
+    }
+    if rows.is_empty() {
+        return Err(AppError::Input(format!("{} holds no row", path.display())));
+    }
+    Ok(rows)
+}
+
+/// The model average's predictions on `rows` (original units) from the run in `dir`.
+pub fn predict(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<f64>, AppError> {
+    let SavedModel::UciMlp {
+        mlp,
+        standardizer,
+        standardize_target,
+    } = SavedModel::read(dir)?;
+    let posterior = SavedPosterior::open(&dir.join("samples"))?;
+    let x: Vec<f32> = rows
+        .iter()
+        .flat_map(|r| standardizer.x(r))
+        .map(|v| v as f32)
+        .collect();
+    let x = Tensor::<2>::from_data(TensorData::new(x, [rows.len(), mlp.inputs]), device);
+    let template: Mlp = mlp.init(device);
+    let mean = posterior
+        .average(&template, |m: &Mlp| {
+            m.forward(x.clone())
+                .into_data()
+                .try_into_vec::<f32>()
+                .map(|v| v.into_iter().map(f64::from).collect())
+                .map_err(|e| format!("reading predictions: {e:?}"))
+        })?
+        .mean()
+        .ok_or_else(|| AppError::Input("every saved model has weight 0".into()))?;
+    Ok(mean
+        .into_iter()
+        .map(|m| {
+            if standardize_target {
+                standardizer.y_back(m)
+            } else {
+                m
+            }
+        })
+        .collect())
+}
+
+/// `sgmcmc predict`.
+pub fn run(a: &PredictArgs) -> Result<(), AppError> {
+    let device = a
+        .device
+        .device()?
+        .ok_or_else(|| AppError::Usage("predict needs a tensor device".into()))?;
+    let SavedModel::UciMlp { mlp, .. } = SavedModel::read(&a.run)?;
+    let rows = read_rows(&a.data, mlp.inputs)?;
+    let pred = predict(&a.run, &rows, &device)?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| a.data.with_file_name("predictions.csv"));
+    let rows: Vec<Vec<f64>> = pred.iter().map(|p| vec![*p]).collect();
+    output::write_csv(&out, &["mean"], &rows)?;
+    println!(
+        "{} rows, {} saved models -> {}",
+        rows.len(),
+        SavedPosterior::open(&a.run.join("samples"))?.len(),
+        out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! Running the `sgmcmc` binary from tests.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Runs the binary with `args`.
+pub fn sgmcmc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sgmcmc"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+/// A fresh temp folder for `name`.
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sgmcmc-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the CLI and asserts success.
+pub fn succeeds(args: &[&str]) {
+    let out = sgmcmc(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {err}");
+}
