@@ -7,9 +7,11 @@
 //! * [`engine`]: the run loop, observers, checkpoints, burn-dataset batches, saved posteriors.
 //! * [`models`]: networks, likelihoods, priors and posterior targets.
 //! * [`data`]: dataset readers.
-//! * [`apps`]: the `sgmcmc` command line (experiments, reports, plots).
+//! * `apps` (feature `cli`, on by default): the `sgmcmc` command line (experiments, reports,
+//!   plots).
 
 pub use burn;
+#[cfg(feature = "cli")]
 pub use sgmcmc_apps as apps;
 pub use sgmcmc_data as data;
 pub use sgmcmc_engine as engine;

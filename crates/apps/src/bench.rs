@@ -410,6 +410,48 @@ fn digits_rate(
     Ok(())
 }
 
+/// Independent SGLD chains on threads: chain-steps/s of one chain at its best thread count
+/// (1 or 2 compute threads) against two chains stepped in parallel on a 2-thread pool, and the
+/// ratio `two chains : one chain` (2.0 is perfect scaling on two cores).
+fn chain_scaling<M: Module, T: Target<M> + Clone + Send>(
+    a: &BenchArgs,
+    label: &str,
+    make: impl Fn() -> M + Sync,
+    target: &T,
+    batch: &T::Batch,
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    let chains = |n: usize| ModuleEnsemble::new(target.clone(), (0..n).map(|_| make()).collect(), 1);
+    let sgld = || SgmcmcConfig::constant(Kernel::Sgld, 1e-6, 1.0);
+    let mut one_best = 0.0f64;
+    for threads in [1, 2] {
+        let mut s = Sgmcmc::new(sgld(), chains(1)?)?;
+        let r = crate::threads::with_threads(threads, || {
+            rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))
+        })??;
+        one_best = one_best.max(r);
+    }
+    let mut s = Sgmcmc::new(sgld(), chains(2)?)?;
+    let two = 2.0
+        * crate::threads::with_threads(2, || {
+            rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))
+        })??;
+    figures.push(Figure {
+        name: format!("{label}/sgld x1 chain-steps (best of 1, 2 threads)"),
+        per_second: one_best,
+    });
+    figures.push(Figure {
+        name: format!("{label}/sgld x2 chain-steps (2 threads)"),
+        per_second: two,
+    });
+    ratios.push(Figure {
+        name: format!("{label}/2 chains:1 chain chain-steps"),
+        per_second: two / one_best,
+    });
+    Ok(())
+}
+
 /// Runs the benchmarks and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let start = Instant::now();
@@ -421,9 +463,28 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     toy_rates(a, &device, &mut figures)?;
     // The small networks compute on one thread (see `crate::threads`), the CNN on all cores.
     crate::threads::with_threads(1, || mlp_rates(a, &device, &mut figures, &mut ratios))??;
+    let (mlp, post, batch) = mlp_workload(&device);
+    chain_scaling(
+        a,
+        "mlp13-50-1_b50/closed-form",
+        || mlp.init(&device),
+        &MlpPosterior::new(post),
+        &batch,
+        &mut figures,
+        &mut ratios,
+    )?;
     if !a.no_cnn {
         let (cnn, post, batch) = cnn_workload(&ad);
         net_rates(
+            a,
+            "cnn_b256",
+            || cnn.init(&ad),
+            &post,
+            &batch,
+            &mut figures,
+            &mut ratios,
+        )?;
+        chain_scaling(
             a,
             "cnn_b256",
             || cnn.init(&ad),
