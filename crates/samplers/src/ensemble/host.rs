@@ -164,6 +164,10 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         }
     }
 
+    fn last_energies(&self) -> &[f64] {
+        &self.energies
+    }
+
     fn snapshot_into(&self, out: &mut HostPoints) {
         out.dim = self.dim;
         out.x.clear();

@@ -41,6 +41,25 @@ pub trait Ensemble {
     /// momenta (SGHMC).
     fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool);
 
+    /// [`Ensemble::estimate`] and [`Ensemble::apply`] in one pass, for samplers whose step sizes
+    /// do not depend on this step's energies (independent chains): an ensemble that steps its
+    /// chains on threads then hands each chain to a thread once per step instead of twice.
+    /// Returns the energies before the move; the caller checks them afterwards.
+    fn estimate_and_apply(
+        &mut self,
+        batch: &Self::Batch,
+        kernel: &Kernel,
+        coefs: &[Coefficients],
+        refresh: bool,
+    ) -> Result<&[f64], SamplerError> {
+        self.estimate(batch)?;
+        self.apply(kernel, coefs, refresh);
+        Ok(self.last_energies())
+    }
+
+    /// The energies of the last estimate.
+    fn last_energies(&self) -> &[f64];
+
     /// Writes the current points of every chain into `out` (reusing its buffers).
     fn snapshot_into(&self, out: &mut Self::Snapshot);
 

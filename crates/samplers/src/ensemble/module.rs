@@ -103,6 +103,62 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
     fn threaded(&self) -> bool {
         self.parallel && self.chains.len() > 1 && rayon::current_num_threads() > 1
     }
+
+
+    /// Copies the modules' energies into the ensemble's vector, in chain order.
+    fn gather(&mut self) -> &[f64] {
+        let mut at = 0;
+        for chain in &self.chains {
+            self.energies[at..at + chain.energies.len()].copy_from_slice(&chain.energies);
+            at += chain.energies.len();
+        }
+        &self.energies
+    }
+}
+
+/// Each module with the coefficients of the chains it hosts.
+fn split<'a, M>(
+    chains: &'a mut [ModuleChain<M>],
+    coefs: &'a [Coefficients],
+) -> Vec<(&'a mut ModuleChain<M>, &'a [Coefficients])> {
+    let mut at = 0;
+    chains
+        .iter_mut()
+        .map(|chain| {
+            let rows = chain.rngs.len();
+            at += rows;
+            (chain, &coefs[at - rows..at])
+        })
+        .collect()
+}
+
+impl<M: Module> ModuleChain<M> {
+    /// Energies and gradients of this module's chains on `batch`.
+    fn estimate<T: Target<M>>(&mut self, target: &T, batch: &T::Batch) -> Result<(), SamplerError> {
+        let module = self.module.as_ref().expect("module present between steps");
+        let est = target.estimate(module, batch, &mut self.rngs)?;
+        self.energies.copy_from_slice(&est.energies);
+        self.grads = Some(est.grads);
+        Ok(())
+    }
+
+    /// One kernel step of this module with the gradients of the last estimate.
+    fn apply(&mut self, kernel: &Kernel, values: &[Coefficients], noisy: bool, refresh: bool) {
+        let (Some(module), Some(mut grads)) = (self.module.take(), self.grads.take()) else {
+            return;
+        };
+        let mut mapper = KernelMapper {
+            kernel,
+            grads: &mut grads,
+            state: &mut self.state,
+            values,
+            coefs: None,
+            rngs: &mut self.rngs,
+            noisy,
+            refresh,
+        };
+        self.module = Some(module.map(&mut mapper));
+    }
 }
 
 impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
@@ -115,57 +171,55 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
 
     fn estimate(&mut self, batch: &T::Batch) -> Result<&[f64], SamplerError> {
         let target = &self.target;
-        let one = |chain: &mut ModuleChain<M>| -> Result<(), SamplerError> {
-            let module = chain.module.as_ref().expect("module present between steps");
-            let est = target.estimate(module, batch, &mut chain.rngs)?;
-            chain.energies.copy_from_slice(&est.energies);
-            chain.grads = Some(est.grads);
-            Ok(())
-        };
+        let one = |chain: &mut ModuleChain<M>| chain.estimate(target, batch);
         if self.threaded() {
             self.chains.par_iter_mut().try_for_each(one)?;
         } else {
             self.chains.iter_mut().try_for_each(one)?;
         }
-        let mut at = 0;
-        for chain in &self.chains {
-            self.energies[at..at + chain.energies.len()].copy_from_slice(&chain.energies);
-            at += chain.energies.len();
-        }
-        Ok(&self.energies)
+        Ok(self.gather())
     }
 
     fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool) {
         let noisy = needs_noise(kernel, coefs, refresh);
         let threaded = self.threaded();
-        let mut at = 0;
-        let mut work: Vec<(&mut ModuleChain<M>, &[Coefficients])> = Vec::new();
-        for chain in &mut self.chains {
-            let rows = chain.rngs.len();
-            work.push((chain, &coefs[at..at + rows]));
-            at += rows;
-        }
+        let work = split(&mut self.chains, coefs);
         let one = |(chain, values): (&mut ModuleChain<M>, &[Coefficients])| {
-            let (Some(module), Some(mut grads)) = (chain.module.take(), chain.grads.take()) else {
-                return;
-            };
-            let mut mapper = KernelMapper {
-                kernel,
-                grads: &mut grads,
-                state: &mut chain.state,
-                values,
-                coefs: None,
-                rngs: &mut chain.rngs,
-                noisy,
-                refresh,
-            };
-            chain.module = Some(module.map(&mut mapper));
+            chain.apply(kernel, values, noisy, refresh);
         };
         if threaded {
             work.into_par_iter().for_each(one);
         } else {
             work.into_iter().for_each(one);
         }
+    }
+
+    fn estimate_and_apply(
+        &mut self,
+        batch: &T::Batch,
+        kernel: &Kernel,
+        coefs: &[Coefficients],
+        refresh: bool,
+    ) -> Result<&[f64], SamplerError> {
+        if !self.threaded() {
+            self.estimate(batch)?;
+            self.apply(kernel, coefs, refresh);
+            return Ok(&self.energies);
+        }
+        let noisy = needs_noise(kernel, coefs, refresh);
+        let target = &self.target;
+        split(&mut self.chains, coefs)
+            .into_par_iter()
+            .try_for_each(|(chain, values)| {
+                chain.estimate(target, batch)?;
+                chain.apply(kernel, values, noisy, refresh);
+                Ok::<(), SamplerError>(())
+            })?;
+        Ok(self.gather())
+    }
+
+    fn last_energies(&self) -> &[f64] {
+        &self.energies
     }
 
     fn snapshot_into(&self, out: &mut Vec<M>) {

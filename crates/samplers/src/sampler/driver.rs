@@ -63,6 +63,27 @@ impl<E: Ensemble> Driver<E> {
         Ok(())
     }
 
+    /// For step sizes known before the energies (independent chains): estimates and moves every
+    /// chain in one pass with the coefficients set, checks the energies, and closes the report.
+    pub(crate) fn step_independent(
+        &mut self,
+        batch: &E::Batch,
+        kernel: &Kernel,
+        phase: Phase,
+    ) -> Result<&StepReport, SamplerError> {
+        let k = self.step;
+        let refresh = kernel.refreshes_at(k);
+        let energies = self
+            .ensemble
+            .estimate_and_apply(batch, kernel, &self.coefs, refresh)?;
+        check_finite(energies, k)?;
+        self.report.energies.copy_from_slice(energies);
+        self.report.step = k;
+        self.report.phase = Some(phase);
+        self.step += 1;
+        Ok(&self.report)
+    }
+
     /// Moves every chain with the coefficients set and closes the step's report.
     pub(crate) fn apply(&mut self, kernel: &Kernel, phase: Phase) -> &StepReport {
         let k = self.step;

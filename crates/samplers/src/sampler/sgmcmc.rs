@@ -101,10 +101,11 @@ impl<E: Ensemble> Sampler for Sgmcmc<E> {
     }
 
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
-        self.driver.estimate(batch)?;
+        // The step size does not depend on the energies: estimate and move in one pass.
         let (step_size, phase) = self.config.step_size(self.driver.step);
         self.driver.set_all(&self.config.kernel, step_size)?;
-        Ok(self.driver.apply(&self.config.kernel, phase))
+        self.driver
+            .step_independent(batch, &self.config.kernel, phase)
     }
 
     fn report(&self) -> &StepReport {
