@@ -395,19 +395,32 @@ fn digits_rate(
     let mut closed = digits_step(device, MlpPosterior::new(post), &plain, 1)?;
     let (ra, rb, ratio) = paired(a.seconds, &mut autodiff, &mut closed)?;
     let label = "mlp64-100-10_tanh_b100";
-    figures.push(Figure {
-        name: format!("{label}/sgld+bma steps"),
-        per_second: ra,
-    });
-    figures.push(Figure {
-        name: format!("{label}/closed-form sgld+bma steps"),
-        per_second: rb,
-    });
-    ratios.push(Figure {
-        name: format!("{label}/closed-form:autodiff step time"),
-        per_second: ratio,
-    });
+    record(
+        figures,
+        ratios,
+        [
+            (format!("{label}/sgld+bma steps"), ra),
+            (format!("{label}/closed-form sgld+bma steps"), rb),
+        ],
+        (format!("{label}/closed-form:autodiff step time"), ratio),
+    );
     Ok(())
+}
+
+/// Adds two rates and their ratio to the figures.
+fn record(
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+    rates: [(String, f64); 2],
+    ratio: (String, f64),
+) {
+    for (name, per_second) in rates {
+        figures.push(Figure { name, per_second });
+    }
+    ratios.push(Figure {
+        name: ratio.0,
+        per_second: ratio.1,
+    });
 }
 
 /// Independent SGLD chains on threads: chain-steps/s of one chain at its best thread count
@@ -437,18 +450,15 @@ fn chain_scaling<M: Module, T: Target<M> + Clone + Send>(
         * crate::threads::with_threads(2, || {
             rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))
         })??;
-    figures.push(Figure {
-        name: format!("{label}/sgld x1 chain-steps (best of 1, 2 threads)"),
-        per_second: one_best,
-    });
-    figures.push(Figure {
-        name: format!("{label}/sgld x2 chain-steps (2 threads)"),
-        per_second: two,
-    });
-    ratios.push(Figure {
-        name: format!("{label}/2 chains:1 chain chain-steps"),
-        per_second: two / one_best,
-    });
+    record(
+        figures,
+        ratios,
+        [
+            (format!("{label}/sgld x1 chain-steps (best of 1, 2 threads)"), one_best),
+            (format!("{label}/sgld x2 chain-steps (2 threads)"), two),
+        ],
+        (format!("{label}/2 chains:1 chain chain-steps"), two / one_best),
+    );
     Ok(())
 }
 

@@ -1,7 +1,6 @@
 //! Run directories and atomic file writes (temp file + rename: nothing is left half-written).
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -36,38 +35,19 @@ pub fn run_dir(path: &Path) -> Result<PathBuf, AppError> {
     Ok(path.to_path_buf())
 }
 
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, folder fsync).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
-    let tmp = temp_path(path);
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        AppError::Run(format!("cannot write {}: {e}", path.display()))
-    })
+    sgmcmc_engine::fs::write_atomic(path, bytes).map_err(|e| AppError::Run(e.to_string()))
 }
 
 /// A sibling temp path for atomic writes of files produced by other writers (e.g. plots).
 pub fn temp_path(path: &Path) -> PathBuf {
-    // Keep the extension last: plot backends pick the image format from it.
-    let stem = path
-        .file_stem()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match path.extension() {
-        Some(ext) => path.with_file_name(format!(".{stem}.tmp.{}", ext.to_string_lossy())),
-        None => path.with_file_name(format!(".{stem}.tmp")),
-    }
+    sgmcmc_engine::fs::temp_path(path)
 }
 
-/// Moves a finished temp file into place.
+/// Moves a finished temp file into place (fsync, rename, folder fsync).
 pub fn commit(tmp: &Path, path: &Path) -> Result<(), AppError> {
-    fs::rename(tmp, path)
-        .map_err(|e| AppError::Run(format!("cannot write {}: {e}", path.display())))
+    sgmcmc_engine::fs::commit(tmp, path).map_err(|e| AppError::Run(e.to_string()))
 }
 
 /// Writes a value as pretty JSON, atomically.

@@ -19,7 +19,7 @@ pub mod uci;
 
 pub use digits::Digits;
 pub use error::DataError;
-pub use mnist::{ImageData, ImageSet, epoch_order};
+pub use mnist::{ImageData, ImageSet};
 pub use uci::{Split, SplitData, Standardizer, UciDataset};
 
 /// Where tests find the shared datasets: `$SGMCMC_DATA_DIR`, else `../shared/datasets` relative

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::DataError;
 use crate::idx::{IdxArray, read_idx, write_idx};
-use crate::splitmix::{SplitMix64, mix};
+use crate::splitmix::SplitMix64;
 
 /// Mean of the MNIST training pixels scaled to [0, 1] (the usual normalisation constant).
 pub const MNIST_MEAN: f32 = 0.1307;
@@ -247,22 +247,6 @@ fn load_set(images_path: &Path, labels_path: &Path) -> Result<ImageSet, DataErro
     })
 }
 
-/// A deterministic permutation of 0..n for (seed, epoch): the minibatch order of an epoch, a pure
-/// function so a resumed run replays it without storing RNG state. (Fisher-Yates on a SplitMix64 stream
-/// seeded from seed and epoch.)
-///
-/// The generator state starts at `mix(seed + mix(epoch))` (wrapping add, `mix` the SplitMix64
-/// output function); Fisher-Yates swaps position `i = n-1, ..., 1` with `j = floor(u (i+1) / 2^64)`
-/// for the next 64-bit output `u`, whose bias from uniform is below `(i+1) / 2^64`.
-pub fn epoch_order(n: usize, seed: u64, epoch: u64) -> Vec<usize> {
-    let mut rng = SplitMix64(mix(seed.wrapping_add(mix(epoch))));
-    let mut order: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        order.swap(i, rng.below(i + 1));
-    }
-    order
-}
-
 /// Writes a small learnable synthetic image set in the MNIST layout into `dir` (4 gzip IDX files):
 /// `classes` classes, class c = a bright 6x6 block at a class-specific position of a `side`x`side` image,
 /// plus uniform pixel noise, from `seed`. For end-to-end tests.
@@ -478,32 +462,6 @@ mod tests {
         assert_eq!(x[3], x[0]);
         assert_eq!(x[4], -2.0);
         assert_eq!(s.labels_of(&[3, 1]), vec![7i64, 1]);
-    }
-
-    #[test]
-    fn epoch_order_is_a_pure_uniform_permutation() {
-        let n = 1000;
-        let a = epoch_order(n, 42, 3);
-        let mut sorted = a.clone();
-        sorted.sort_unstable();
-        assert_eq!(sorted, (0..n).collect::<Vec<_>>());
-        assert_eq!(a, epoch_order(n, 42, 3));
-        assert_ne!(a, epoch_order(n, 42, 4));
-        assert_ne!(a, epoch_order(n, 43, 3));
-        assert!(epoch_order(0, 1, 1).is_empty());
-        assert_eq!(epoch_order(1, 1, 1), vec![0]);
-
-        // Where item 0 lands over 12000 epochs of n = 5: each position has probability 1/5, so
-        // each count is Binomial(12000, 0.2): mean 2400, sd sqrt(12000 * 0.2 * 0.8) = 43.8.
-        // Five sd (219) makes a false failure a < 1e-6 event per position.
-        let mut counts = [0usize; 5];
-        for e in 0..12_000 {
-            let o = epoch_order(5, 7, e);
-            counts[o.iter().position(|&v| v == 0).unwrap()] += 1;
-        }
-        for c in counts {
-            assert!(c.abs_diff(2400) < 219, "{counts:?}");
-        }
     }
 
     #[test]

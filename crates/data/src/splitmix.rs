@@ -1,9 +1,8 @@
 //! SplitMix64 (Steele, Lea & Flood 2014): the tiny seedable generator behind the data crate's
-//! synthetic sets and MNIST epoch orders. Streams are part of the readers' contracts (a resumed
-//! run replays `epoch_order`), so this generator must not change.
+//! synthetic sets (the same seed must write the same files), so this generator must not change.
 
 /// The SplitMix64 output function: a bijective 64-bit mixer.
-pub(crate) fn mix(mut z: u64) -> u64 {
+fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -250,3 +250,61 @@ fn sum_impl<M: Module>(
 pub fn squared_norm<M: Module>(model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
     sum_impl(model, exclude, false, |_| Some((Norm::Squared, 1.0)))
 }
+
+#[cfg(test)]
+mod tests {
+    use burn::nn::{Linear, LinearConfig};
+    use burn::optim::GradientsParams;
+    use burn::tensor::Device;
+
+    use super::*;
+
+    fn values(t: Tensor<2>) -> Vec<f32> {
+        t.into_data().try_into_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn priors_have_their_closed_form_energies_and_gradients() {
+        // A 3 -> 2 linear layer: weight [3, 2], bias [2].
+        let device = Device::flex().autodiff();
+        let m: Linear = LinearConfig::new(3, 2).init(&device);
+        let w = values(m.weight.val().inner());
+        let b: Vec<f32> = m
+            .bias
+            .as_ref()
+            .unwrap()
+            .val()
+            .inner()
+            .into_data()
+            .try_into_vec::<f32>()
+            .unwrap();
+        let sq = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>();
+        let abs = |v: &[f32]| v.iter().map(|x| f64::from(*x).abs()).sum::<f64>();
+        let energy = |e: Option<Tensor<1>>| f64::from(e.unwrap().into_scalar::<f32>());
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-5 * b.abs().max(1.0);
+
+        let gauss = Gaussian { precision: 4.0 };
+        assert!(close(energy(gauss.energy(&m, &[])), 2.0 * (sq(&w) + sq(&b))));
+        assert!(Prior::<Linear>::energy(&Gaussian { precision: 0.0 }, &m, &[]).is_none());
+
+        let laplace = Laplace { scale: 0.5 };
+        let e = laplace.energy(&m, &[]).unwrap();
+        assert!(close(f64::from(e.clone().into_scalar::<f32>()), 2.0 * (abs(&w) + abs(&b))));
+        // d/dw (|w| / b) = sign(w) / b.
+        let g = GradientsParams::from_grads(e.backward(), &m);
+        let gw = values(g.get::<2>(m.weight.id).unwrap());
+        for (gi, wi) in gw.iter().zip(&w) {
+            assert!((f64::from(*gi) - 2.0 * f64::from(wi.signum())).abs() < 1e-6);
+        }
+
+        // No decay on biases: the grouped prior is the weights' Gaussian alone.
+        let grouped = GroupedGaussian::new(4.0).group("*bias", 0.0);
+        assert_eq!(grouped.precision_of("bias"), 0.0);
+        assert_eq!(grouped.precision_of("weight"), 4.0);
+        assert!(close(energy(grouped.energy(&m, &[])), 2.0 * sq(&w)));
+        let by_prefix = GroupedGaussian::new(0.0).group("weight", 1.0);
+        assert!(close(energy(by_prefix.energy(&m, &[])), 0.5 * sq(&w)));
+        // Excluded parameters are left out.
+        assert!(close(energy(gauss.energy(&m, &[m.weight.id])), 2.0 * sq(&b)));
+    }
+}

@@ -31,10 +31,10 @@ impl SaStepSize {
     pub fn validate(&self) -> Result<(), SamplerError> {
         positive("omega_a", self.a)?;
         check(
-            self.alpha > 0.0 && self.alpha <= 1.0,
+            self.alpha > 0.5 && self.alpha <= 1.0,
             "omega_alpha",
             self.alpha,
-            "must lie in (0, 1]",
+            "must lie in (0.5, 1] (sum omega_k = inf, sum omega_k^2 < inf)",
         )?;
         check(
             self.b.is_finite() && self.b >= 0.0,
@@ -86,12 +86,17 @@ mod tests {
 
     #[test]
     fn invalid_parameters_are_rejected() {
-        let bad = SaStepSize {
+        let with = |alpha| SaStepSize {
             omega_max: 0.01,
             a: 1.0,
-            alpha: 1.5,
+            alpha,
             b: 100.0,
         };
-        assert!(bad.validate().is_err());
+        assert!(with(1.5).validate().is_err());
+        // alpha <= 0.5 makes sum omega_k^2 diverge: outside the SA conditions.
+        let err = with(0.5).validate().unwrap_err();
+        assert!(err.to_string().contains("(0.5, 1]"), "{err}");
+        assert!(with(0.3).validate().is_err());
+        assert!(with(0.51).validate().is_ok() && with(1.0).validate().is_ok());
     }
 }

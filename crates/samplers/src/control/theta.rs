@@ -6,7 +6,8 @@
 //! * `Interacting` (thesis eq. 6.8, ICSGLD): `theta_i += omega / P sum_p theta[J_p]
 //!   (1{i = J_p} - theta_i)`, fixed point `theta*_i ∝ pi_i^(1 / zeta)`.
 //! * `Cumulative` (thesis eq. 7.5, AWSGLD): `theta_i += omega theta[J] (1{i >= J} - theta_i)`,
-//!   `theta` increasing with `theta[m-1] = 1`, fixed point the CDF `theta*_i = P(U <= u_i)`.
+//!   `theta` increasing with `theta[m-1] = 1`, fixed point `theta*_i^zeta = P(U <= u_i)`: the
+//!   powered `theta` is the energy CDF (the thesis' importance weights `theta[J]^zeta`).
 //!
 //! With `P` chains the field is averaged over the chains' bins `J_p` (all fields); only the bin
 //! indices travel between chains (thesis eq. E.4-E.5). Updates are simultaneous from the old

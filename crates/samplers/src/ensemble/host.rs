@@ -168,6 +168,22 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         &self.energies
     }
 
+    fn swap_kernel_state(&mut self, a: usize, b: usize, (la, lb): (f64, f64)) {
+        let (d, len) = (self.dim, self.x.len());
+        for slot in 0..self.slots {
+            for i in 0..d {
+                self.state.swap(slot * len + a * d + i, slot * len + b * d + i);
+            }
+        }
+        if self.slots > 0 {
+            for i in 0..d {
+                let delta = self.grad[a * d + i] - self.grad[b * d + i];
+                self.state[a * d + i] += la * delta;
+                self.state[b * d + i] -= lb * delta;
+            }
+        }
+    }
+
     fn snapshot_into(&self, out: &mut HostPoints) {
         out.dim = self.dim;
         out.x.clear();

@@ -60,6 +60,12 @@ pub trait Ensemble {
     /// The energies of the last estimate.
     fn last_energies(&self) -> &[f64];
 
+    /// Exchanges the kernel state (velocities, thermostats) of chains `a` and `b`, leaving their
+    /// parameters where they are, and shifts the exchanged velocities (state slot 0) to their
+    /// new positions: `v_a += lags.0 (g_a - g_b)`, `v_b += lags.1 (g_b - g_a)`, with `g` the
+    /// gradients of the last estimate ([`Kernel::velocity_lag`]).
+    fn swap_kernel_state(&mut self, a: usize, b: usize, lags: (f64, f64));
+
     /// Writes the current points of every chain into `out` (reusing its buffers).
     fn snapshot_into(&self, out: &mut Self::Snapshot);
 

@@ -34,7 +34,7 @@ pub struct ModuleEnsemble<M: Module, T: Target<M>> {
     parallel: bool,
 }
 
-struct ModuleChain<M> {
+pub(super) struct ModuleChain<M> {
     module: Option<M>,
     rngs: Vec<ChainRng>,
     state: HashMap<ParamId, Vec<Tensor<2>>>,
@@ -220,6 +220,21 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
 
     fn last_energies(&self) -> &[f64] {
         &self.energies
+    }
+
+    fn swap_kernel_state(&mut self, a: usize, b: usize, lags: (f64, f64)) {
+        let locate = |chains: &[ModuleChain<M>], c: usize| {
+            let mut at = 0;
+            for (m, chain) in chains.iter().enumerate() {
+                if c < at + chain.rngs.len() {
+                    return (m, c - at);
+                }
+                at += chain.rngs.len();
+            }
+            unreachable!("chain {c} of an ensemble of {at}")
+        };
+        let ((ma, ra), (mb, rb)) = (locate(&self.chains, a), locate(&self.chains, b));
+        state::swap_rows(&mut self.chains, (ma, ra), (mb, rb), lags);
     }
 
     fn snapshot_into(&self, out: &mut Vec<M>) {

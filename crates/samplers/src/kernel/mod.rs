@@ -80,7 +80,8 @@ pub enum Kernel {
         mu: f64,
         /// Gradient-noise variance estimate `V` (`beta = V lr / 2`), default 0.
         noise_estimate: f64,
-        /// Resample the momentum from `N(0, lr tau)` every this many steps (0 = never).
+        /// Resample the momentum from its stationary law `N(0, 2 lr tau / (1 + mu))` every this
+        /// many steps (0 = never).
         resample_every: u64,
     },
     /// Preconditioned SGLD ([`psgld`]).
@@ -105,7 +106,7 @@ pub struct Coefs<C> {
     pub drift: C,
     /// The Langevin noise scale of the step (`sqrt(2 lr tau)` for SGLD).
     pub diffusion: C,
-    /// Standard deviation of a momentum resample (SGHMC).
+    /// Standard deviation of a momentum resample (SGHMC: `sqrt(2 lr tau / (1 + mu))`).
     pub refresh: C,
     /// `-2 lr tau`: the thermostat's kinetic target with its sign (SGNHT).
     pub thermostat: C,
@@ -194,6 +195,33 @@ impl Kernel {
         }
     }
 
+    /// Whether the kernel's per-parameter state is a velocity, whose stationary law depends on
+    /// the step size and temperature (`v ~ N(0, ~lr tau)`): under replica exchange it belongs
+    /// to the rung, not to the parameters (a replica arriving on rung 0 must not bring a hot
+    /// rung's velocity). pSGLD's preconditioner, an average of squared gradients at the
+    /// parameters, moves with them.
+    pub fn state_follows_rung(&self) -> bool {
+        matches!(
+            self,
+            Self::Momentum { .. } | Self::Sghmc { .. } | Self::Sgnht { .. }
+        )
+    }
+
+    /// The lag `c` of the velocity behind the position at learning rate `lr`: the discrete chain
+    /// keeps `v_k = x_k - x_(k-1)`, half a step behind `x_k`, and at stationarity
+    /// `E[v_k | x_k] = c grad U(x_k)` with `c = lr / (1 + mu)` (momentum SGD, SGHMC; exact on a
+    /// Gaussian, from the discrete Lyapunov equation) or `lr / (2 - a)` (SGNHT at its rest
+    /// friction). A replica exchange that moves a position under a rung's velocity shifts the
+    /// velocity by `c (grad U(x_new) - grad U(x_old))` to keep this relation (0 for kernels
+    /// without a velocity).
+    pub fn velocity_lag(&self, lr: f64) -> f64 {
+        match self {
+            Self::Momentum { mu } | Self::Sghmc { mu, .. } => lr / (1.0 + mu),
+            Self::Sgnht { friction } => lr / (2.0 - friction),
+            Self::Sgd | Self::Sgld | Self::Psgld { .. } => 0.0,
+        }
+    }
+
     /// Whether the kernel injects noise at all (SGD and momentum SGD do not).
     pub fn is_stochastic(&self) -> bool {
         !matches!(self, Self::Sgd | Self::Momentum { .. })
@@ -242,7 +270,7 @@ impl Kernel {
                 )?;
                 Coefficients {
                     diffusion: (2.0 * s.lr * (1.0 - mu - beta) * s.temperature).sqrt(),
-                    refresh: (s.lr * s.temperature).sqrt(),
+                    refresh: (2.0 * s.lr * s.temperature / (1.0 + mu)).sqrt(),
                     ..c
                 }
             }

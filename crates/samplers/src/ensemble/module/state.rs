@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
+use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 
 use crate::checkpoint::{ChainState, EnsembleState, TensorState, mismatch};
@@ -206,4 +207,71 @@ pub(super) fn load<M: Module>(
         out.push((module, kernel, streams.by_ref().take(rows).collect()));
     }
     Ok(out)
+}
+
+/// The parameter ids of a module in visit order, with its gradients as `[rows, cols]`.
+struct Grads<'a> {
+    grads: Option<&'a GradientsParams>,
+    rows: usize,
+    out: Vec<(ParamId, Option<Tensor<2>>)>,
+}
+
+impl ModuleVisitor for Grads<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let g = self.grads.and_then(|g| g.get::<D>(param.id)).map(|g| {
+            let n: usize = g.dims().iter().product();
+            g.inner().reshape([self.rows, n / self.rows])
+        });
+        self.out.push((param.id, g));
+    }
+}
+
+fn grads<M: Module>(chain: &super::ModuleChain<M>) -> Vec<(ParamId, Option<Tensor<2>>)> {
+    let mut v = Grads {
+        grads: chain.grads.as_ref(),
+        rows: chain.rngs.len(),
+        out: Vec::new(),
+    };
+    if let Some(m) = chain.module.as_ref() {
+        m.visit(&mut v);
+    }
+    v.out
+}
+
+/// Exchanges row `ra` of module `ma`'s kernel state with row `rb` of module `mb`'s, parameter
+/// by parameter in visit order (modules of one ensemble share their structure), and shifts the
+/// exchanged velocities (slot 0) by `lags.0 (g_a - g_b)` and `lags.1 (g_b - g_a)`.
+pub(super) fn swap_rows<M: Module>(
+    chains: &mut [super::ModuleChain<M>],
+    (ma, ra): (usize, usize),
+    (mb, rb): (usize, usize),
+    (la, lb): (f64, f64),
+) {
+    let pairs: Vec<_> = grads(&chains[ma]).into_iter().zip(grads(&chains[mb])).collect();
+    for ((ia, ga), (ib, gb)) in pairs {
+        let slots = chains[ma].state.get(&ia).map_or(0, Vec::len);
+        if slots == 0 || chains[mb].state.get(&ib).map_or(0, Vec::len) != slots {
+            continue;
+        }
+        for s in 0..slots {
+            let ta = chains[ma].state[&ia][s].clone();
+            let tb = chains[mb].state[&ib][s].clone();
+            let cols = ta.dims()[1];
+            let (rows_a, rows_b) = ([ra..ra + 1, 0..cols], [rb..rb + 1, 0..cols]);
+            let mut new_a = tb.clone().slice(rows_b.clone());
+            let mut new_b = ta.clone().slice(rows_a.clone());
+            if let (0, Some(ga), Some(gb)) = (s, ga.as_ref(), gb.as_ref()) {
+                let delta = ga.clone().slice(rows_a.clone()) - gb.clone().slice(rows_b.clone());
+                new_a = new_a + delta.clone().mul_scalar(la);
+                new_b = new_b - delta.mul_scalar(lb);
+            }
+            if ma == mb {
+                let t = ta.slice_assign(rows_a, new_a).slice_assign(rows_b, new_b);
+                chains[ma].state.get_mut(&ia).expect("present")[s] = t;
+            } else {
+                chains[ma].state.get_mut(&ia).expect("present")[s] = ta.slice_assign(rows_a, new_a);
+                chains[mb].state.get_mut(&ib).expect("present")[s] = tb.slice_assign(rows_b, new_b);
+            }
+        }
+    }
 }
