@@ -24,13 +24,20 @@ pub fn run(show_progress: bool) -> Result<(f64, f64), Box<dyn std::error::Error>
     let epochs = 400;
     let steps = epochs * batches.batches_per_epoch().unwrap_or(1);
     // Full-data scale: lr 1e-5 is a mean-loss step of 2e-3 over 200 points.
-    let sgld = SamplerSettings { lr: 1e-5, ..SamplerSettings::named("sgld") };
+    let sgld = SamplerSettings {
+        lr: 1e-5,
+        ..SamplerSettings::named("sgld")
+    };
     let nets = init::chains(&device, 7, 1, || Net::new(&device));
     let chains = ModuleEnsemble::new(posterior(200), nets, 7)?;
     let mut sampler = sgld.spec(&BuildContext::steps(steps))?.build(chains, 7)?;
     let mut bma = ModelAverage::new(|net: &Net| predict(net, &test));
     let bar = indicatif::ProgressBar::new(steps);
-    let mut progress = ProgressReport::new(|done, _| if show_progress { bar.set_position(done) });
+    let mut progress = ProgressReport::new(|done, _| {
+        if show_progress {
+            bar.set_position(done)
+        }
+    });
     Run::epochs(epochs)
         .burn_in(steps / 2)
         .thin(20)

@@ -21,17 +21,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let test = XyBatcher.batch(data(100, 2).iter().collect::<Result<_, _>>()?, &device);
     let mut batches = DatasetBatches::new(data(200, 1), XyBatcher, 20, 7, &device)?;
     let steps = 300 * batches.batches_per_epoch().unwrap_or(1);
-    let chains = |p| ModuleEnsemble::new(posterior(200), init::chains(&device, 7, p, || Net::new(&device)), 7);
+    let chains = |p| {
+        ModuleEnsemble::new(
+            posterior(200),
+            init::chains(&device, 7, p, || Net::new(&device)),
+            7,
+        )
+    };
     // Pilot: 2000 SGLD steps; the partition spans the energies of its second half, with room above.
-    let mut pilot = SamplerSettings { lr: 1e-5, ..SamplerSettings::named("sgld") }
-        .spec(&BuildContext::steps(2000))?
-        .build(chains(1)?, 7)?;
+    let mut pilot = SamplerSettings {
+        lr: 1e-5,
+        ..SamplerSettings::named("sgld")
+    }
+    .spec(&BuildContext::steps(2000))?
+    .build(chains(1)?, 7)?;
     let energies = tuning::pilot_energies(&mut pilot, &mut batches, 2000, 1000)?;
     let partition = tuning::partition(&energies, 50)?;
-    let mut s = SamplerSettings { lr: 1e-5, ..SamplerSettings::named("icsgld") };
+    let mut s = SamplerSettings {
+        lr: 1e-5,
+        ..SamplerSettings::named("icsgld")
+    };
     (s.contour.u_min, s.contour.du, s.contour.bins) = (Some(partition.u_min), partition.du, 50);
     s.contour.zeta = 0.5;
-    let mut sampler = s.spec(&BuildContext::steps(steps).chains(4))?.build(chains(4)?, 7)?;
+    let mut sampler = s
+        .spec(&BuildContext::steps(steps).chains(4))?
+        .build(chains(4)?, 7)?;
     let mut bma = ModelAverage::new(|net: &Net| predict(net, &test));
     let mut saver = SampleSaver::new("target/icsgld-regression/samples");
     let report = Run::steps(steps)
@@ -43,7 +57,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let theta = sampler.theta().ok_or("a contour sampler")?;
     println!(
         "ICSGLD x 4: {} steps at {:.0} steps/s; partition {} bins of {:.1} from {:.1}",
-        report.steps, report.steps_per_second(), partition.m, partition.du, partition.u_min
+        report.steps,
+        report.steps_per_second(),
+        partition.m,
+        partition.du,
+        partition.u_min
     );
     println!(
         "test RMSE of the weighted model average {:.4} ({} models, {:.1} effective); max theta {:.3}",
@@ -52,6 +70,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bma.effective_models(),
         theta.theta().iter().copied().fold(0.0, f64::max)
     );
-    println!("saved {} networks to {}", saver.rows().len(), saver.dir().display());
+    println!(
+        "saved {} networks to {}",
+        saver.rows().len(),
+        saver.dir().display()
+    );
     Ok(())
 }

@@ -7,10 +7,10 @@
 //! of 0.1, lr 0.02 and 2e6 steps (the `awsgld-cdf-quick` preset), about 2 s per target.
 
 use sgmcmc::samplers::control::{EnergyPartition, RandomField, SaStepSize};
+use sgmcmc::samplers::density::toy::{by_name, energy_bins::energy_bin_masses, quadrature};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::density::toy::{by_name, energy_bins::energy_bin_masses, quadrature};
 
 fn config(u_min: f64) -> ContourConfig {
     let mut c = ContourConfig::new(

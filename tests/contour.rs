@@ -6,10 +6,10 @@ use sgmcmc::samplers::SamplerError;
 use sgmcmc::samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit,
 };
+use sgmcmc::samplers::density::toy::{by_name, quadrature};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::density::toy::{by_name, quadrature};
 
 fn csgld(
     field: RandomField,

@@ -14,10 +14,10 @@
 use sgmcmc::samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
+use sgmcmc::samplers::density::toy::{ToyTarget, by_name, energy_bins::energy_bin_masses};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::density::toy::{ToyTarget, by_name, energy_bins::energy_bin_masses};
 
 fn target() -> ToyTarget {
     by_name("mixture-csgld").unwrap()

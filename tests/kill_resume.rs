@@ -17,11 +17,32 @@ use sgmcmc::engine::SavedPosterior;
 use sgmcmc::samplers::checkpoint::TensorState;
 use sgmcmc::samplers::ensemble::module_values;
 
-fn uci_args<'a>(data: &'a str, sampler: &'a str, chains: &'a str, epochs: &'a str, out: &'a str) -> Vec<&'a str> {
+fn uci_args<'a>(
+    data: &'a str,
+    sampler: &'a str,
+    chains: &'a str,
+    epochs: &'a str,
+    out: &'a str,
+) -> Vec<&'a str> {
     vec![
-        "uci", "--dataset", data, "--sampler", sampler, "--chains", chains, "--seeds", "1",
-        "--epochs", epochs, "--jobs", "1", "--checkpoint-every", "1400", "--save-samples",
-        "--out", out,
+        "uci",
+        "--dataset",
+        data,
+        "--sampler",
+        sampler,
+        "--chains",
+        chains,
+        "--seeds",
+        "1",
+        "--epochs",
+        epochs,
+        "--jobs",
+        "1",
+        "--checkpoint-every",
+        "1400",
+        "--save-samples",
+        "--out",
+        out,
     ]
 }
 
@@ -62,9 +83,21 @@ fn a_killed_network_run_resumes_to_the_bits_of_an_uninterrupted_one() {
     ] {
         let whole = root.join(format!("{sampler}-whole"));
         let parts = root.join(format!("{sampler}-parts"));
-        succeeds(&uci_args(data, sampler, chains, epochs, whole.to_str().unwrap()));
+        succeeds(&uci_args(
+            data,
+            sampler,
+            chains,
+            epochs,
+            whole.to_str().unwrap(),
+        ));
         let mut child = Command::new(env!("CARGO_BIN_EXE_sgmcmc"))
-            .args(uci_args(data, sampler, chains, epochs, parts.to_str().unwrap()))
+            .args(uci_args(
+                data,
+                sampler,
+                chains,
+                epochs,
+                parts.to_str().unwrap(),
+            ))
             .spawn()
             .unwrap();
         let ckpt = parts.join("seed-0/checkpoint.cbor");
@@ -103,8 +136,21 @@ fn predict_on_a_saved_posterior_equals_the_runs_model_average() {
     write_synthetic(&data, 300, 3, 1, 0.1, 5).unwrap();
     let out = root.join("run");
     succeeds(&[
-        "uci", "--dataset", data.to_str().unwrap(), "--sampler", "icsgld", "--chains", "2",
-        "--seeds", "1", "--epochs", "200", "--jobs", "1", "--save-samples", "--out",
+        "uci",
+        "--dataset",
+        data.to_str().unwrap(),
+        "--sampler",
+        "icsgld",
+        "--chains",
+        "2",
+        "--seeds",
+        "1",
+        "--epochs",
+        "200",
+        "--jobs",
+        "1",
+        "--save-samples",
+        "--out",
         out.to_str().unwrap(),
     ]);
     let set = UciDataset::load(&data).unwrap();
@@ -120,8 +166,13 @@ fn predict_on_a_saved_posterior_equals_the_runs_model_average() {
     std::fs::write(&inputs, format!("x0,x1,x2\n{rows}")).unwrap();
     let preds = root.join("preds.csv");
     succeeds(&[
-        "predict", "--run", out.join("seed-0").to_str().unwrap(), "--data",
-        inputs.to_str().unwrap(), "--out", preds.to_str().unwrap(),
+        "predict",
+        "--run",
+        out.join("seed-0").to_str().unwrap(),
+        "--data",
+        inputs.to_str().unwrap(),
+        "--out",
+        preds.to_str().unwrap(),
     ]);
     let got: Vec<f64> = std::fs::read_to_string(&preds)
         .unwrap()
@@ -142,7 +193,10 @@ fn predict_on_a_saved_posterior_equals_the_runs_model_average() {
         .zip(&own)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f64::max);
-    println!("predict vs the run's average: {} rows, largest difference {worst:e}", got.len());
+    println!(
+        "predict vs the run's average: {} rows, largest difference {worst:e}",
+        got.len()
+    );
     assert!(worst <= 1e-6, "{worst}");
     let _ = std::fs::remove_dir_all(root);
 }

@@ -5,11 +5,11 @@
 use sgmcmc::apps::toy::{ToyConfig, preset, run_toy};
 use sgmcmc::samplers::control::swap::{expected_round_trip, optimal_window};
 use sgmcmc::samplers::control::{IndexProcess, Ladder, Smoothing, SwapSchedule, SwapScheme};
+use sgmcmc::samplers::density::toy::{Noise, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::rng::ChainRng;
 use sgmcmc::samplers::sampler::{ReplicaConfig, ReplicaExchange, SwapRule};
-use sgmcmc::samplers::density::toy::{Noise, by_name};
 
 /// Weighted mode masses of the rung-0 samples of a toy run, and the run's swap rate.
 fn masses(cfg: &ToyConfig) -> (Vec<f64>, f64) {

@@ -35,7 +35,10 @@ use sgmcmc::samplers::sampler::Sampler;
 const LR: f64 = 0.01;
 
 fn sampler(name: &str, chains: usize, seed: u64) -> AnySampler<HostEnsemble> {
-    let target = by_name("normal").unwrap().with_noise(NoiseModel::EXACT).unwrap();
+    let target = by_name("normal")
+        .unwrap()
+        .with_noise(NoiseModel::EXACT)
+        .unwrap();
     let ens = HostEnsemble::new(target, &vec![vec![0.5]; chains], seed).unwrap();
     let mut s = SamplerSettings {
         lr: LR,

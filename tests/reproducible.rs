@@ -5,11 +5,11 @@ mod common;
 
 use common::devices;
 use sgmcmc::apps::device::DeviceChoice;
+use sgmcmc::samplers::density::particles::Particles;
+use sgmcmc::samplers::density::toy::by_name;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
-use sgmcmc::samplers::density::particles::Particles;
-use sgmcmc::samplers::density::toy::by_name;
 
 fn configs() -> Vec<SgmcmcConfig> {
     vec![

@@ -15,7 +15,10 @@ use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
 use sgmcmc::samplers::sampler::Sampler;
 
 fn variance(resample_every: u64) -> f64 {
-    let target = by_name("normal").unwrap().with_noise(NoiseModel::EXACT).unwrap();
+    let target = by_name("normal")
+        .unwrap()
+        .with_noise(NoiseModel::EXACT)
+        .unwrap();
     let chains = 2000;
     let ens = HostEnsemble::new(target, &vec![vec![0.0]; chains], 3).unwrap();
     let s = SamplerSettings {

@@ -53,7 +53,7 @@ fn variance(sampler: &str, gradient_sd: f64, seed: u64) -> f64 {
         for _ in 0..500 {
             s.step(&()).unwrap();
         }
-        xs.extend_from_slice(&s.ensemble().positions().to_vec());
+        xs.extend_from_slice(s.ensemble().positions());
     }
     let n = xs.len() as f64;
     let m = xs.iter().sum::<f64>() / n;
@@ -68,7 +68,9 @@ fn sgnht_keeps_the_gaussian_law_with_and_without_gradient_noise() {
     assert!((exact - 1.0).abs() < tol, "{exact}");
     let noisy = variance("sgnht", 4.0, 12);
     let hot = variance("sghmc", 4.0, 12);
-    println!("gradient noise sd 4: SGNHT var {noisy:.4} (target 1), SGHMC var {hot:.4} (predicted 1.2)");
+    println!(
+        "gradient noise sd 4: SGNHT var {noisy:.4} (target 1), SGHMC var {hot:.4} (predicted 1.2)"
+    );
     assert!((noisy - 1.0).abs() < tol, "{noisy}");
     assert!((hot - 1.2).abs() < tol, "{hot}");
 }

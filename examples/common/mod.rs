@@ -21,11 +21,16 @@ pub struct Net {
 impl Net {
     pub fn new(device: &Device) -> Self {
         let l = |i, o| LinearConfig::new(i, o).init(device);
-        Self { l1: l(1, 50), l2: l(50, 50), l3: l(50, 1) }
+        Self {
+            l1: l(1, 50),
+            l2: l(50, 50),
+            l3: l(50, 1),
+        }
     }
 
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
-        self.l3.forward(self.l2.forward(self.l1.forward(x).tanh()).tanh())
+        self.l3
+            .forward(self.l2.forward(self.l1.forward(x).tanh()).tanh())
     }
 }
 
@@ -49,9 +54,13 @@ pub const NOISE: f64 = 0.1;
 
 /// `y = sin(3x) + x + 0.1 noise` at `n` points of `[-1.5, 1.5]` (a fixed pseudo-random draw).
 pub fn data(n: usize, seed: u64) -> InMemDataset<(f32, f32)> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     let mut u = || {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((s >> 11) as f64) / (1u64 << 53) as f64
     };
     let items = (0..n)
@@ -69,7 +78,9 @@ pub type Likelihood = NllFn<fn(&Net, &Xy) -> Tensor<1>, Xy>;
 
 fn gaussian(net: &Net, b: &Xy) -> Tensor<1> {
     let r = net.forward(b.0.clone()) - b.1.clone();
-    r.powi_scalar(2).mul_scalar(0.5 / (NOISE * NOISE)).squeeze_dim(1)
+    r.powi_scalar(2)
+        .mul_scalar(0.5 / (NOISE * NOISE))
+        .squeeze_dim(1)
 }
 
 /// The posterior over `n` training points with a unit Gaussian prior on every weight.
@@ -86,7 +97,15 @@ pub fn predict(net: &Net, b: &Xy) -> Result<Vec<f64>, String> {
 
 /// Root mean squared error of `pred` against the targets of `b`.
 pub fn rmse(pred: &[f64], b: &Xy) -> f64 {
-    let y = b.1.clone().into_data().try_into_vec::<f32>().unwrap_or_default();
-    let se: f64 = pred.iter().zip(&y).map(|(p, t)| (p - f64::from(*t)).powi(2)).sum();
+    let y =
+        b.1.clone()
+            .into_data()
+            .try_into_vec::<f32>()
+            .unwrap_or_default();
+    let se: f64 = pred
+        .iter()
+        .zip(&y)
+        .map(|(p, t)| (p - f64::from(*t)).powi(2))
+        .sum();
     (se / y.len().max(1) as f64).sqrt()
 }

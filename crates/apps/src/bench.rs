@@ -25,15 +25,15 @@ use sgmcmc_models::{Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Posterior
 use sgmcmc_samplers::control::{
     ControlVariate, EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme,
 };
+use sgmcmc_samplers::density::Target;
+use sgmcmc_samplers::density::particles::Particles;
+use sgmcmc_samplers::density::toy::by_name;
 use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
     Contour, ContourConfig, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc, SgmcmcConfig, SwapRule,
 };
-use sgmcmc_samplers::density::Target;
-use sgmcmc_samplers::density::particles::Particles;
-use sgmcmc_samplers::density::toy::by_name;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
@@ -435,7 +435,8 @@ fn chain_scaling<M: Module, T: Target<M> + Clone + Send>(
     figures: &mut Vec<Figure>,
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
-    let chains = |n: usize| ModuleEnsemble::new(target.clone(), (0..n).map(|_| make()).collect(), 1);
+    let chains =
+        |n: usize| ModuleEnsemble::new(target.clone(), (0..n).map(|_| make()).collect(), 1);
     let sgld = || SgmcmcConfig::constant(Kernel::Sgld, 1e-6, 1.0);
     let mut one_best = 0.0f64;
     for threads in [1, 2] {
@@ -454,10 +455,16 @@ fn chain_scaling<M: Module, T: Target<M> + Clone + Send>(
         figures,
         ratios,
         [
-            (format!("{label}/sgld x1 chain-steps (best of 1, 2 threads)"), one_best),
+            (
+                format!("{label}/sgld x1 chain-steps (best of 1, 2 threads)"),
+                one_best,
+            ),
             (format!("{label}/sgld x2 chain-steps (2 threads)"), two),
         ],
-        (format!("{label}/2 chains:1 chain chain-steps"), two / one_best),
+        (
+            format!("{label}/2 chains:1 chain chain-steps"),
+            two / one_best,
+        ),
     );
     Ok(())
 }

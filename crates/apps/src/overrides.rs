@@ -31,7 +31,9 @@ pub fn merge_toml<T: Serialize + DeserializeOwned>(
     what: &str,
 ) -> Result<T, AppError> {
     let bad = |e: String| AppError::Input(format!("malformed {what}: {}", e.replace('\n', " ")));
-    let overlay: toml::Table = text.parse().map_err(|e: toml::de::Error| bad(e.to_string()))?;
+    let overlay: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| bad(e.to_string()))?;
     let mut merged = to_table(base)?;
     merge(&mut merged, overlay);
     merged
@@ -51,9 +53,9 @@ pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
     }
     let mut merged = to_table(base)?;
     for set in sets {
-        let (key, value) = set.split_once('=').ok_or_else(|| {
-            AppError::Usage(format!("--set {set}: expected KEY=VALUE"))
-        })?;
+        let (key, value) = set
+            .split_once('=')
+            .ok_or_else(|| AppError::Usage(format!("--set {set}: expected KEY=VALUE")))?;
         let value = parse_value(value.trim());
         let mut path: Vec<&str> = key.trim().split('.').collect();
         let last = path.pop().unwrap_or_default();

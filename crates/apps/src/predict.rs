@@ -67,8 +67,7 @@ impl SavedModel {
                 path.display()
             ))
         })?;
-        serde_json::from_str(&text)
-            .map_err(|e| AppError::Input(format!("{}: {e}", path.display())))
+        serde_json::from_str(&text).map_err(|e| AppError::Input(format!("{}: {e}", path.display())))
     }
 }
 

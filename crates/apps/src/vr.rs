@@ -21,12 +21,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 use sgmcmc_samplers::control::{ControlVariate, Ladder, Smoothing, SwapScheme};
+use sgmcmc_samplers::density::data_mixture::MixtureData;
 use sgmcmc_samplers::diagnostics::ess;
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{Sampler, ReplicaConfig, ReplicaExchange, SwapRule};
-use sgmcmc_samplers::density::data_mixture::MixtureData;
+use sgmcmc_samplers::sampler::{ReplicaConfig, ReplicaExchange, Sampler, SwapRule};
 
 use crate::error::AppError;
 

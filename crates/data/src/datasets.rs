@@ -220,12 +220,19 @@ mod tests {
         assert!(set.get(2).is_err());
         let device = Device::flex();
         let items = vec![set.get(1).unwrap(), set.get(0).unwrap()];
-        let (x, y) = ImageBatcher { mean: 0.1, std: 0.3 }.batch(items, &device);
+        let (x, y) = ImageBatcher {
+            mean: 0.1,
+            std: 0.3,
+        }
+        .batch(items, &device);
         assert_eq!(x.dims(), [2, 1, 4, 4]);
         let got = x.into_data().try_into_vec::<f32>().unwrap();
         assert_eq!(got, set.normalized(&[1, 0], 0.1, 0.3));
         assert_eq!(
-            y.into_data().convert::<i64>().try_into_vec::<i64>().unwrap(),
+            y.into_data()
+                .convert::<i64>()
+                .try_into_vec::<i64>()
+                .unwrap(),
             vec![7, 3]
         );
     }

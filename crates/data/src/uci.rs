@@ -93,6 +93,30 @@ impl UciDataset {
                 what: "splits (index_train_0.txt not found)",
             });
         }
+        // A gap in the numbering (or fewer splits than `n_splits.txt` announces) is a missing
+        // file, not a shorter list: runs would otherwise reuse other splits silently.
+        let announced = std::fs::read_to_string(dir.join("n_splits.txt"))
+            .ok()
+            .and_then(|t| t.trim().parse::<usize>().ok());
+        let later = std::fs::read_dir(dir)
+            .map_err(|source| DataError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix("index_train_")?
+                    .strip_suffix(".txt")?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .any(|k| k > splits.len());
+        if later || announced.is_some_and(|n| n > splits.len()) {
+            return Err(DataError::Missing {
+                path: dir.join(format!("index_train_{}.txt", splits.len())),
+            });
+        }
 
         let name = dir.file_name().map_or_else(
             || dir.display().to_string(),
@@ -500,6 +524,23 @@ mod tests {
         assert_eq!((s.x_train.len(), s.x_test.len()), (8, 4));
         assert_eq!(s.y_test_raw, vec![50.0, 66.0]);
         assert!(matches!(ds.split(2), Err(DataError::Invalid(_))));
+    }
+
+    #[test]
+    fn a_missing_split_file_is_an_error_not_a_shorter_list() {
+        // Split 1 of 3 removed: loading must name it instead of serving splits 0 and... 0.
+        let d = good("gap");
+        d.write("index_train_2.txt", "0\n1\n2\n3\n");
+        d.write("index_test_2.txt", "4\n5\n");
+        assert_eq!(UciDataset::load(&d.0).unwrap().splits.len(), 3);
+        std::fs::remove_file(d.0.join("index_train_1.txt")).unwrap();
+        let err = UciDataset::load(&d.0).unwrap_err().to_string();
+        assert!(err.contains("index_train_1.txt"), "{err}");
+        // n_splits.txt announcing more splits than the files hold is the same error.
+        let d = good("announced");
+        d.write("n_splits.txt", "20\n");
+        let err = UciDataset::load(&d.0).unwrap_err().to_string();
+        assert!(err.contains("index_train_2.txt"), "{err}");
     }
 
     #[test]

@@ -197,7 +197,11 @@ mod tests {
         let mut seen = epoch.clone();
         seen.sort_unstable();
         seen.dedup();
-        assert_eq!(seen.len(), 9, "9 distinct items, the 10th dropped with the partial batch");
+        assert_eq!(
+            seen.len(),
+            9,
+            "9 distinct items, the 10th dropped with the partial batch"
+        );
         // Random access gives the same batches in any order.
         assert_eq!(b.batch(0, 1).unwrap().len(), 3);
         assert_eq!(b.batch(2, 1).unwrap(), epoch[3..6]);

@@ -36,7 +36,8 @@ impl SavedPosterior {
     /// Reads the index of the samples folder `dir`.
     pub fn open(dir: &Path) -> Result<Self, RunError> {
         let path = dir.join(SAMPLES_INDEX);
-        let text = std::fs::read_to_string(&path).map_err(|e| RunError::io("cannot read", &path, e))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| RunError::io("cannot read", &path, e))?;
         let bad = |line: usize, reason: &str| RunError::Malformed {
             path: path.clone(),
             reason: format!("line {line}: {reason}"),
@@ -52,7 +53,9 @@ impl SavedPosterior {
             let [step, chain, lw, file] = f.as_slice() else {
                 return Err(bad(i + 1, "expected 4 fields"));
             };
-            let lw: f64 = lw.parse().map_err(|_| bad(i + 1, "log weight is not a number"))?;
+            let lw: f64 = lw
+                .parse()
+                .map_err(|_| bad(i + 1, "log weight is not a number"))?;
             if lw.is_nan() || lw == f64::INFINITY {
                 return Err(bad(i + 1, "log weight must be finite or -inf"));
             }
@@ -60,8 +63,12 @@ impl SavedPosterior {
                 return Err(bad(i + 1, "file must name a file in the samples folder"));
             }
             rows.push(SampleRow {
-                step: step.parse().map_err(|_| bad(i + 1, "step is not an integer"))?,
-                chain: chain.parse().map_err(|_| bad(i + 1, "chain is not an integer"))?,
+                step: step
+                    .parse()
+                    .map_err(|_| bad(i + 1, "step is not an integer"))?,
+                chain: chain
+                    .parse()
+                    .map_err(|_| bad(i + 1, "chain is not an integer"))?,
                 log_weight: lw,
                 file: (*file).to_string(),
             });

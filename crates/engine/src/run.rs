@@ -362,7 +362,9 @@ impl<'a, S: Sampler> Run<'a, S> {
             )));
         }
         if c.sampler.step != c.next_step {
-            return Err(bad("the sampler's step counter disagrees with the run's".into()));
+            return Err(bad(
+                "the sampler's step counter disagrees with the run's".into()
+            ));
         }
         sampler.restore(c.sampler)?;
         for (o, s) in self.observers.iter_mut().zip(&c.observers) {

@@ -22,15 +22,16 @@ where
     B: BatchSource<Batch = S::Batch>,
 {
     let mut energies = Vec::new();
-    let mut collect = OnStep::new(|at: &crate::Progress, r: &sgmcmc_samplers::sampler::StepReport| {
-        if at.step >= burn_in {
-            energies.extend_from_slice(&r.energies);
-        }
-    });
+    let mut collect = OnStep::new(
+        |at: &crate::Progress, r: &sgmcmc_samplers::sampler::StepReport| {
+            if at.step >= burn_in {
+                energies.extend_from_slice(&r.energies);
+            }
+        },
+    );
     Run::steps(steps)
         .observe(&mut collect)
         .run(sampler, batches)?;
-    drop(collect);
     Ok(energies)
 }
 
@@ -98,15 +99,21 @@ where
         let mut sampler = build(lr)?;
         let mut first = None;
         let mut last = 0.0;
-        let mut track = OnStep::new(|_: &crate::Progress, r: &sgmcmc_samplers::sampler::StepReport| {
-            let m = r.energies.iter().sum::<f64>() / r.energies.len().max(1) as f64;
-            first.get_or_insert(m);
-            last = m;
-        });
-        let outcome = Run::steps(steps).observe(&mut track).run(&mut sampler, batches);
-        drop(track);
+        let mut track = OnStep::new(
+            |_: &crate::Progress, r: &sgmcmc_samplers::sampler::StepReport| {
+                let m = r.energies.iter().sum::<f64>() / r.energies.len().max(1) as f64;
+                first.get_or_insert(m);
+                last = m;
+            },
+        );
+        let outcome = Run::steps(steps)
+            .observe(&mut track)
+            .run(&mut sampler, batches);
         match outcome {
-            Ok(_) if last.is_finite() && first.is_some_and(|f: f64| last <= growth * f.abs().max(f)) => {
+            Ok(_)
+                if last.is_finite()
+                    && first.is_some_and(|f: f64| last <= growth * f.abs().max(f)) =>
+            {
                 return Ok(lr);
             }
             Ok(_) => {}

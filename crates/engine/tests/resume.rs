@@ -45,7 +45,11 @@ fn host(name: &str, chains: usize, steps: u64) -> AnySampler<HostEnsemble> {
     let starts: Vec<Vec<f64>> = (0..chains).map(|c| vec![0.1 * c as f64, -0.2]).collect();
     let ens = HostEnsemble::new(target, &starts, 5).unwrap();
     let ctx = BuildContext::steps(steps).chains(chains);
-    settings(name, 3e-3).spec(&ctx).unwrap().build(ens, 5).unwrap()
+    settings(name, 3e-3)
+        .spec(&ctx)
+        .unwrap()
+        .build(ens, 5)
+        .unwrap()
 }
 
 /// Runs `steps` steps (stopping at `stop` if given, resuming from `resume`), with a metrics
@@ -79,7 +83,6 @@ fn run_host(
         run = run.resume(c);
     }
     run.run(s, &mut Repeat(())).unwrap();
-    drop(collect);
     seen
 }
 
@@ -180,11 +183,13 @@ fn gaussian_nll(m: &Linear, b: &Xy) -> Tensor<1> {
     r.powi_scalar(2).mul_scalar(50.0).sum_dim(1).squeeze_dim(1)
 }
 
-fn network(name: &str, chains: usize, steps: u64, device: &Device) -> AnySampler<ModuleEnsemble<Linear, Posterior>> {
-    let posterior = ModelPosterior::new(
-        nll_fn(gaussian_nll as fn(&Linear, &Xy) -> Tensor<1>),
-        64,
-    );
+fn network(
+    name: &str,
+    chains: usize,
+    steps: u64,
+    device: &Device,
+) -> AnySampler<ModuleEnsemble<Linear, Posterior>> {
+    let posterior = ModelPosterior::new(nll_fn(gaussian_nll as fn(&Linear, &Xy) -> Tensor<1>), 64);
     let models = init::chains(device, 3, chains, || LinearConfig::new(1, 1).init(device));
     let ens = ModuleEnsemble::new(posterior, models, 3).unwrap();
     let mut s = settings(name, 5e-5);
@@ -269,10 +274,8 @@ fn parallel_network_chains_give_the_bits_of_sequential_ones() {
     let states: Vec<_> = [true, false]
         .into_iter()
         .map(|parallel| {
-            let posterior = ModelPosterior::new(
-                nll_fn(gaussian_nll as fn(&Linear, &Xy) -> Tensor<1>),
-                64,
-            );
+            let posterior =
+                ModelPosterior::new(nll_fn(gaussian_nll as fn(&Linear, &Xy) -> Tensor<1>), 64);
             let models = init::chains(&device, 9, 3, || LinearConfig::new(1, 1).init(&device));
             let mut ens = ModuleEnsemble::new(posterior, models, 9).unwrap();
             if !parallel {
@@ -283,7 +286,10 @@ fn parallel_network_chains_give_the_bits_of_sequential_ones() {
                 .unwrap()
                 .build(ens, 9)
                 .unwrap();
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap();
             pool.install(|| {
                 Run::steps(50)
                     .run(&mut s, &mut Repeat(Xy(batch.0.clone(), batch.1.clone())))

@@ -9,7 +9,10 @@ use sgmcmc_samplers::sampler::StepReport;
 
 /// `U(x) = x^2 / 2 + ln(2 pi) / 2`, exact energies and gradients.
 fn target() -> ToyTarget {
-    by_name("normal").unwrap().with_noise(NoiseModel::EXACT).unwrap()
+    by_name("normal")
+        .unwrap()
+        .with_noise(NoiseModel::EXACT)
+        .unwrap()
 }
 
 fn normal(name: &str, lr: f64, chains: usize, steps: u64) -> AnySampler<HostEnsemble> {
@@ -40,7 +43,6 @@ fn kept_steps_follow_burn_in_and_thinning_and_carry_the_pre_move_point() {
         .observe(&mut keep)
         .run(&mut s, &mut Repeat(()))
         .unwrap();
-    drop((at_step, keep));
     assert_eq!(report.steps, 30);
     let steps: Vec<u64> = kept.iter().map(|k| k.0).collect();
     assert_eq!(steps, vec![10, 17, 24]);
@@ -55,7 +57,8 @@ fn kept_steps_follow_burn_in_and_thinning_and_carry_the_pre_move_point() {
 #[test]
 fn bad_lengths_and_thinnings_are_refused_before_any_step() {
     let mut s = normal("sgld", 0.1, 1, 10);
-    let mut run = |r: Run<'_, AnySampler<HostEnsemble>>| r.run(&mut s, &mut Repeat(())).unwrap_err();
+    let mut run =
+        |r: Run<'_, AnySampler<HostEnsemble>>| r.run(&mut s, &mut Repeat(())).unwrap_err();
     for (err, what) in [
         (run(Run::steps(0)), "at least one step"),
         (run(Run::steps(10).burn_in(10)), "no sample"),
@@ -77,7 +80,10 @@ fn the_guard_names_the_chain_and_the_step_and_progress_reaches_the_total() {
         .run(&mut s, &mut Repeat(()))
         .unwrap_err();
     assert!(err.is_divergence());
-    assert!(err.to_string().contains("chain 0 diverged at step 4"), "{err}");
+    assert!(
+        err.to_string().contains("chain 0 diverged at step 4"),
+        "{err}"
+    );
     let mut s = normal("sgld", 0.1, 1, 5000);
     let mut last = (0, 0);
     let mut calls = 0;
@@ -86,8 +92,10 @@ fn the_guard_names_the_chain_and_the_step_and_progress_reaches_the_total() {
         calls += 1;
     })
     .updates(10);
-    Run::steps(5000).observe(&mut p).run(&mut s, &mut Repeat(())).unwrap();
-    drop(p);
+    Run::steps(5000)
+        .observe(&mut p)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
     assert_eq!(last, (5000, 5000));
     assert!((10..=12).contains(&calls), "{calls} calls");
 }
@@ -119,6 +127,9 @@ fn a_pilot_partition_covers_the_pilot_energies_with_headroom_above() {
     assert!(p.u_min <= lo, "{} vs {lo}", p.u_min);
     let top = p.u_min + p.du * 50.0;
     // The 99.9% quantile (about 5.4) plus its range again lies inside, the extreme max may not.
-    assert!(top > 2.0 * 5.0 && top < 2.5 * hi.max(6.0), "{top} vs max {hi}");
+    assert!(
+        top > 2.0 * 5.0 && top < 2.5 * hi.max(6.0),
+        "{top} vs max {hi}"
+    );
     assert!(tuning::partition(&[1.0], 10).is_err());
 }

@@ -74,7 +74,9 @@ where
     fn nll(&self, model: &M, batch: &B) -> Result<BatchNll, TargetError> {
         let per_example = (self.f)(model, batch);
         if per_example.dims()[0] == 0 {
-            return Err(TargetError::Shape("the likelihood saw an empty batch".into()));
+            return Err(TargetError::Shape(
+                "the likelihood saw an empty batch".into(),
+            ));
         }
         Ok(BatchNll::per_example(per_example))
     }

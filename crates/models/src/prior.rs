@@ -284,12 +284,18 @@ mod tests {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-5 * b.abs().max(1.0);
 
         let gauss = Gaussian { precision: 4.0 };
-        assert!(close(energy(gauss.energy(&m, &[])), 2.0 * (sq(&w) + sq(&b))));
+        assert!(close(
+            energy(gauss.energy(&m, &[])),
+            2.0 * (sq(&w) + sq(&b))
+        ));
         assert!(Prior::<Linear>::energy(&Gaussian { precision: 0.0 }, &m, &[]).is_none());
 
         let laplace = Laplace { scale: 0.5 };
         let e = laplace.energy(&m, &[]).unwrap();
-        assert!(close(f64::from(e.clone().into_scalar::<f32>()), 2.0 * (abs(&w) + abs(&b))));
+        assert!(close(
+            f64::from(e.clone().into_scalar::<f32>()),
+            2.0 * (abs(&w) + abs(&b))
+        ));
         // d/dw (|w| / b) = sign(w) / b.
         let g = GradientsParams::from_grads(e.backward(), &m);
         let gw = values(g.get::<2>(m.weight.id).unwrap());
@@ -305,6 +311,9 @@ mod tests {
         let by_prefix = GroupedGaussian::new(0.0).group("weight", 1.0);
         assert!(close(energy(by_prefix.energy(&m, &[])), 0.5 * sq(&w)));
         // Excluded parameters are left out.
-        assert!(close(energy(gauss.energy(&m, &[m.weight.id])), 2.0 * sq(&b)));
+        assert!(close(
+            energy(gauss.energy(&m, &[m.weight.id])),
+            2.0 * sq(&b)
+        ));
     }
 }

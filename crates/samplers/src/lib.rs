@@ -22,6 +22,7 @@
 pub mod checkpoint;
 pub mod collect;
 pub mod control;
+pub mod density;
 pub mod diagnostics;
 pub mod ensemble;
 pub mod error;
@@ -29,6 +30,5 @@ pub mod kernel;
 pub mod registry;
 pub mod rng;
 pub mod sampler;
-pub mod density;
 
 pub use error::{SamplerError, TargetError};

@@ -129,7 +129,11 @@ mod tests {
             let o = epoch_order(5, 7, e);
             hits[o.iter().position(|&v| v == 0).unwrap()] += 1;
         }
-        assert!(hits.iter().all(|h| (f64::from(*h) - 4000.0).abs() < 5.0 * 57.0), "{hits:?}");
+        assert!(
+            hits.iter()
+                .all(|h| (f64::from(*h) - 4000.0).abs() < 5.0 * 57.0),
+            "{hits:?}"
+        );
     }
 
     #[test]

@@ -341,7 +341,9 @@ pub fn run_digits(
         .run(&mut sampler, &mut batches);
     bar.finish_and_clear();
     let wall = report?.wall_seconds;
-    let DigitsAverage { bma, rows, last, .. } = average;
+    let DigitsAverage {
+        bma, rows, last, ..
+    } = average;
     let mean = bma
         .mean()
         .ok_or_else(|| AppError::Run("no model was averaged".into()))?;

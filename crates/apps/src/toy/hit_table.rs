@@ -16,13 +16,13 @@ use serde::Serialize;
 use sgmcmc_samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
-use sgmcmc_samplers::ensemble::HostEnsemble;
-use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::registry::SamplerSpec;
-use sgmcmc_samplers::sampler::{ContourConfig, Sampler, SgmcmcConfig};
 use sgmcmc_samplers::density::toy::benchmarks::{BENCHMARKS, BenchmarkFunction};
 use sgmcmc_samplers::density::toy::{NoiseModel, ToyTarget};
+use sgmcmc_samplers::ensemble::HostEnsemble;
+use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::registry::SamplerSpec;
+use sgmcmc_samplers::rng::ChainRng;
+use sgmcmc_samplers::sampler::{ContourConfig, Sampler, SgmcmcConfig};
 use sgmcmc_samplers::{SamplerError, SamplerError::Diverged};
 
 use crate::error::AppError;
@@ -90,21 +90,21 @@ pub fn iterations_to_hit(
             let i = usize::from(method == Method::Aw100);
             let m = [10, 100][i];
             SamplerSpec::Contour(ContourConfig {
-                    base,
-                    partition: EnergyPartition::new(bench.min_value, s.bandwidth[i], m)?,
-                    field: RandomField::Cumulative,
-                    zeta: s.zeta[i],
-                    omega: SaStepSize {
-                        omega_max: f64::INFINITY,
-                        a: s.omega_scale,
-                        alpha: 0.75,
-                        b: 1000.0,
-                    },
-                    init: ThetaInit::Increasing,
-                    scheme: MultiplierScheme::Backward,
-                    multiplier_clip: None,
-                    target_temperature: None,
-                    weights: WeightRule::Bin,
+                base,
+                partition: EnergyPartition::new(bench.min_value, s.bandwidth[i], m)?,
+                field: RandomField::Cumulative,
+                zeta: s.zeta[i],
+                omega: SaStepSize {
+                    omega_max: f64::INFINITY,
+                    a: s.omega_scale,
+                    alpha: 0.75,
+                    b: 1000.0,
+                },
+                init: ThetaInit::Increasing,
+                scheme: MultiplierScheme::Backward,
+                multiplier_clip: None,
+                target_temperature: None,
+                weights: WeightRule::Bin,
             })
         }
     };

@@ -4,9 +4,9 @@ use std::path::Path;
 
 use serde::Serialize;
 use sgmcmc_samplers::control::RandomField;
-use sgmcmc_samplers::diagnostics::{ess, split_rhat};
 use sgmcmc_samplers::density::toy::energy_bins::energy_bin_masses;
 use sgmcmc_samplers::density::toy::quadrature;
+use sgmcmc_samplers::diagnostics::{ess, split_rhat};
 
 use super::config::ToyConfig;
 use super::replica::ReplicaSummary;
@@ -70,9 +70,7 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
     let grid = quadrature::default_grid(potential);
     let exact_mean = potential
         .support()
-        .map(|_| {
-            quadrature::mean(potential, cfg.target_temperature(), grid)
-        })
+        .map(|_| quadrature::mean(potential, cfg.target_temperature(), grid))
         .transpose()?;
     // Weighted estimates target pi at the reweighting temperature.
     let tau = cfg.target_temperature();

@@ -62,7 +62,11 @@ impl ToyPoints for HostPoints {
 
 impl ToyPoints for Vec<Particles> {
     fn positions(&self) -> Cow<'_, [f64]> {
-        Cow::Owned(self.iter().flat_map(|m| m.rows().into_iter().flatten()).collect())
+        Cow::Owned(
+            self.iter()
+                .flat_map(|m| m.rows().into_iter().flatten())
+                .collect(),
+        )
     }
 }
 
@@ -300,8 +304,11 @@ where
         if (k.is_multiple_of(self.snapshot_every) || last)
             && let Some(t) = sampler.theta()
         {
-            self.theta_trace
-                .push(std::iter::once(k as f64).chain(t.theta().iter().copied()).collect());
+            self.theta_trace.push(
+                std::iter::once(k as f64)
+                    .chain(t.theta().iter().copied())
+                    .collect(),
+            );
         }
         Ok(())
     }

@@ -242,13 +242,8 @@ pub struct UciConfig {
 /// over it.
 fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError> {
     let (t, z) = paper_settings(dataset);
-    let mut run = UciRun::paper(
-        sampler,
-        a.temperature.unwrap_or(t),
-        a.zeta.unwrap_or(z),
-        0,
-    )
-    .with_field(a.field.map(FieldChoice::field));
+    let mut run = UciRun::paper(sampler, a.temperature.unwrap_or(t), a.zeta.unwrap_or(z), 0)
+        .with_field(a.field.map(FieldChoice::field));
     run.sampler.lr = a.lr;
     run.sampler.replica.lr_max = 5.0 * a.lr;
     run.epochs = a.epochs;
@@ -396,8 +391,13 @@ fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join("config.toml");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
-    let config: UciConfig = toml::from_str(&text)
-        .map_err(|e| AppError::Input(format!("{}: {}", path.display(), e.to_string().replace('\n', " "))))?;
+    let config: UciConfig = toml::from_str(&text).map_err(|e| {
+        AppError::Input(format!(
+            "{}: {}",
+            path.display(),
+            e.to_string().replace('\n', " ")
+        ))
+    })?;
     single(&config, a.jobs, dir, true)
 }
 
@@ -407,8 +407,8 @@ fn single(config: &UciConfig, threads: usize, out: &Path, resume: bool) -> Resul
     let label = dir
         .file_name()
         .map_or(config.dataset.clone(), |f| f.to_string_lossy().into_owned());
-    let data = UciDataset::load(&dir)
-        .map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))?;
+    let data =
+        UciDataset::load(&dir).map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))?;
     let datasets = vec![(config.dataset.clone(), data)];
     let files = config.checkpoint_every > 0 || config.save_samples;
     let jobs: Vec<Job> = (0..config.seeds)

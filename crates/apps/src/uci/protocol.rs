@@ -371,7 +371,14 @@ pub fn run_split(
         UciNoise::Fixed { .. } => {
             let plain = device.clone().without_autodiff();
             let models = init::chains(&plain, run.seed, n, || mlp.init(&plain));
-            run_model(run, data, &plain, models, MlpPosterior::new(posterior), files)
+            run_model(
+                run,
+                data,
+                &plain,
+                models,
+                MlpPosterior::new(posterior),
+                files,
+            )
         }
         UciNoise::Learned { .. } => {
             let ad = device.clone().autodiff();
@@ -571,7 +578,12 @@ mod tests {
         // The paper's fixed precision reports no sampled noise.
         let mut run = UciRun::paper("sgld", 1.0, 1.0, 1);
         run.epochs = 5;
-        assert!(run_split(&run, &split, &device, None).unwrap().noise_sd.is_none());
+        assert!(
+            run_split(&run, &split, &device, None)
+                .unwrap()
+                .noise_sd
+                .is_none()
+        );
         run.noise = UciNoise::learned(Some(-1.0), None);
         assert!(matches!(
             run_split(&run, &split, &device, None),

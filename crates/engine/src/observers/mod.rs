@@ -21,4 +21,4 @@ pub use closure::{OnSample, OnStep};
 pub use guard::DivergenceGuard;
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
-pub use samples::{SampleSaver, SAMPLES_INDEX};
+pub use samples::{SAMPLES_INDEX, SampleSaver};

@@ -48,7 +48,10 @@ impl SampleSaver {
     fn write_index(&self) -> Result<(), RunError> {
         let mut text = String::from("step,chain,log_weight,file\n");
         for r in &self.rows {
-            text.push_str(&format!("{},{},{},{}\n", r.step, r.chain, r.log_weight, r.file));
+            text.push_str(&format!(
+                "{},{},{},{}\n",
+                r.step, r.chain, r.log_weight, r.file
+            ));
         }
         write_atomic(&self.dir.join(SAMPLES_INDEX), text.as_bytes())
     }

@@ -22,8 +22,8 @@ use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, activation, module::linear};
 use sgmcmc_samplers::TargetError;
-use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::density::{Estimate, Target};
+use sgmcmc_samplers::rng::ChainRng;
 
 use super::{Mlp, tanh_slope, tanh_value};
 use crate::likelihood::{Likelihood, Targets, categorical_value_grad};

@@ -2,10 +2,10 @@
 
 use super::{Ensemble, needs_noise};
 use crate::checkpoint::{EnsembleState, mismatch};
+use crate::density::toy::ToyTarget;
 use crate::error::{SamplerError, TargetError};
 use crate::kernel::{Coefficients, Kernel};
 use crate::rng::ChainRng;
-use crate::density::toy::ToyTarget;
 
 /// A target evaluated in host `f64`: a toy potential with injected noise (`Batch = ()`), or a
 /// small data posterior whose minibatches are index lists.
@@ -172,7 +172,8 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         let (d, len) = (self.dim, self.x.len());
         for slot in 0..self.slots {
             for i in 0..d {
-                self.state.swap(slot * len + a * d + i, slot * len + b * d + i);
+                self.state
+                    .swap(slot * len + a * d + i, slot * len + b * d + i);
             }
         }
         if self.slots > 0 {

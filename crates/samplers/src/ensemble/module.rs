@@ -13,10 +13,10 @@ pub use state::{module_values, with_module_values};
 
 use super::{Ensemble, needs_noise};
 use crate::checkpoint::EnsembleState;
+use crate::density::Target;
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Coefs, Kernel, TensorCoef};
 use crate::rng::ChainRng;
-use crate::density::Target;
 
 /// Chains stored as burn modules: each module hosts `target.chains_per_module(m)` chains
 /// (1 for a network, `P` for a `[P, d]` particle module). Kernel state (momentum,
@@ -103,7 +103,6 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
     fn threaded(&self) -> bool {
         self.parallel && self.chains.len() > 1 && rayon::current_num_threads() > 1
     }
-
 
     /// Copies the modules' energies into the ensemble's vector, in chain order.
     fn gather(&mut self) -> &[f64] {
@@ -243,7 +242,11 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
     }
 
     fn state(&self) -> Result<EnsembleState, SamplerError> {
-        state::save(self.chains.iter().map(|c| (c.module.as_ref(), &c.state, &c.rngs)))
+        state::save(
+            self.chains
+                .iter()
+                .map(|c| (c.module.as_ref(), &c.state, &c.rngs)),
+        )
     }
 
     fn restore(&mut self, saved: EnsembleState) -> Result<(), SamplerError> {

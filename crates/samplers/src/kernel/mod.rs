@@ -294,9 +294,16 @@ impl Kernel {
             Self::Momentum { mu } => momentum::update(x, g, &mut state[0], *mu, &c.drift),
             Self::Sgld => sgld::update(x, g, noise, &c.drift, &c.diffusion),
             Self::Sghmc { mu, .. } => sghmc::update(x, g, &mut state[0], noise, *mu, c, refresh),
-            Self::Psgld { alpha, lambda } => {
-                psgld::update(x, g, &mut state[0], noise, *alpha, *lambda, &c.drift, &c.diffusion)
-            }
+            Self::Psgld { alpha, lambda } => psgld::update(
+                x,
+                g,
+                &mut state[0],
+                noise,
+                *alpha,
+                *lambda,
+                &c.drift,
+                &c.diffusion,
+            ),
             Self::Sgnht { friction } => {
                 let [v, s] = state else {
                     unreachable!("SGNHT keeps two state slots")

@@ -44,7 +44,11 @@ pub fn update<L: Lane>(
         .add(g.scale(&c.drift))
         .add(noise().scale(&c.diffusion));
     let kinetic = new_v.copy().mul(&new_v);
-    let target = xi.scale_by(-1.0).add_scalar(2.0).recip().scale(&c.thermostat);
+    let target = xi
+        .scale_by(-1.0)
+        .add_scalar(2.0)
+        .recip()
+        .scale(&c.thermostat);
     *s = s.copy().add(kinetic).add(target);
     *v = new_v.copy();
     x.add(new_v)

@@ -7,14 +7,14 @@ use crate::error::SamplerError;
 use crate::sampler::{Contour, ReplicaExchange, Sampler, Sgmcmc, StepReport};
 
 /// A plain, contour or replica-exchange sampler over the chains of `E`, as built from the
-/// registry ([`super::SamplerSpec::build`]).
+/// registry ([`super::SamplerSpec::build`]); each boxed, so the enum stays a pointer wide.
 pub enum AnySampler<E: Ensemble> {
     /// Independent chains.
-    Plain(Sgmcmc<E>),
+    Plain(Box<Sgmcmc<E>>),
     /// A contour sampler.
-    Contour(Contour<E>),
+    Contour(Box<Contour<E>>),
     /// Replica exchange.
-    Replica(ReplicaExchange<E>),
+    Replica(Box<ReplicaExchange<E>>),
 }
 
 /// Runs `$body` with `$s` bound to the inner sampler, whichever it is.
@@ -32,7 +32,7 @@ impl<E: Ensemble> AnySampler<E> {
     /// The contour sampler, if this is one.
     pub fn as_contour(&self) -> Option<&Contour<E>> {
         match self {
-            Self::Contour(c) => Some(c),
+            Self::Contour(c) => Some(&**c),
             _ => None,
         }
     }
@@ -40,7 +40,7 @@ impl<E: Ensemble> AnySampler<E> {
     /// The replica-exchange sampler, if this is one.
     pub fn as_replica(&self) -> Option<&ReplicaExchange<E>> {
         match self {
-            Self::Replica(r) => Some(r),
+            Self::Replica(r) => Some(&**r),
             _ => None,
         }
     }

@@ -133,9 +133,19 @@ use KernelKind::{Momentum, Psgld, Sgd, Sghmc, Sgld, Sgnht};
 
 /// Every sampler, by name.
 pub const ENTRIES: &[Entry] = &[
-    entry("sgd", "stochastic gradient descent (no noise)", Sgd, Constant),
+    entry(
+        "sgd",
+        "stochastic gradient descent (no noise)",
+        Sgd,
+        Constant,
+    ),
     entry("msgd", "momentum SGD (no noise)", Momentum, Constant),
-    entry("sgld", "stochastic gradient Langevin dynamics", Sgld, Constant),
+    entry(
+        "sgld",
+        "stochastic gradient Langevin dynamics",
+        Sgld,
+        Constant,
+    ),
     entry(
         "sghmc",
         "stochastic gradient Hamiltonian Monte Carlo",

@@ -63,9 +63,11 @@ impl SamplerSpec {
     /// The sampler over `ensemble`; `seed` drives the swap tests of replica exchange.
     pub fn build<E: Ensemble>(self, ensemble: E, seed: u64) -> Result<AnySampler<E>, SamplerError> {
         Ok(match self {
-            Self::Plain(c) => AnySampler::Plain(Sgmcmc::new(c, ensemble)?),
-            Self::Contour(c) => AnySampler::Contour(Contour::new(c, ensemble)?),
-            Self::Replica(c) => AnySampler::Replica(ReplicaExchange::new(c, ensemble, seed)?),
+            Self::Plain(c) => AnySampler::Plain(Box::new(Sgmcmc::new(c, ensemble)?)),
+            Self::Contour(c) => AnySampler::Contour(Box::new(Contour::new(c, ensemble)?)),
+            Self::Replica(c) => {
+                AnySampler::Replica(Box::new(ReplicaExchange::new(c, ensemble, seed)?))
+            }
         })
     }
 }
@@ -106,7 +108,9 @@ impl SamplerSettings {
                 },
                 ..constant(kernel)
             }),
-            Family::Contour(field) => SamplerSpec::Contour(self.contour(constant(kernel), field, ctx)?),
+            Family::Contour(field) => {
+                SamplerSpec::Contour(self.contour(constant(kernel), field, ctx)?)
+            }
             Family::Metropolis | Family::Deterministic => {
                 SamplerSpec::Replica(self.replica(kernel, entry.family, ctx)?)
             }

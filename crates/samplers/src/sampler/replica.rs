@@ -139,8 +139,18 @@ impl ReplicaConfig {
         }
         SwapSchedule::new(self.scheme, p)?;
         if let Some(r) = &self.refresh {
-            check(r.period >= 1, "variance_period", r.period as f64, "must be >= 1")?;
-            check(r.draws >= 2, "variance_draws", r.draws as f64, "must be >= 2")?;
+            check(
+                r.period >= 1,
+                "variance_period",
+                r.period as f64,
+                "must be >= 1",
+            )?;
+            check(
+                r.draws >= 2,
+                "variance_draws",
+                r.draws as f64,
+                "must be >= 2",
+            )?;
         }
         for (lr, t) in self.ladder.lrs.iter().zip(&self.ladder.temperatures) {
             self.kernel.coefficients(&StepSize::new(*lr, *t))?;
@@ -395,12 +405,12 @@ impl<E: Ensemble> ReplicaExchange<E> {
                             self.stats.accepts[r] += 1;
                             self.accepted[r] = true;
                             exchange(
-                            &mut self.index,
-                            &mut self.driver.ensemble,
-                            &self.config.kernel,
-                            (ladder.lrs[r], ladder.lrs[r + 1]),
-                            (r, lo, hi),
-                        );
+                                &mut self.index,
+                                &mut self.driver.ensemble,
+                                &self.config.kernel,
+                                (ladder.lrs[r], ladder.lrs[r + 1]),
+                                (r, lo, hi),
+                            );
                             self.schedule.close(r);
                         }
                     }

@@ -247,7 +247,10 @@ pub(super) fn swap_rows<M: Module>(
     (mb, rb): (usize, usize),
     (la, lb): (f64, f64),
 ) {
-    let pairs: Vec<_> = grads(&chains[ma]).into_iter().zip(grads(&chains[mb])).collect();
+    let pairs: Vec<_> = grads(&chains[ma])
+        .into_iter()
+        .zip(grads(&chains[mb]))
+        .collect();
     for ((ia, ga), (ib, gb)) in pairs {
         let slots = chains[ma].state.get(&ia).map_or(0, Vec::len);
         if slots == 0 || chains[mb].state.get(&ib).map_or(0, Vec::len) != slots {
