@@ -3,8 +3,8 @@
 //! A [`BatchSource`] hands out batch `i` of epoch `e` as a pure function of `(e, i)` (and the
 //! run's seed): a resumed run asks for the batch it stopped at and gets the same one, with no
 //! iterator state to checkpoint. [`DatasetBatches`] serves any burn
-//! [`Dataset`](burn::data::dataset::Dataset) through a burn
-//! [`Batcher`](burn::data::dataloader::batcher::Batcher), shuffled per epoch by
+//! [`Dataset`] through a burn
+//! [`Batcher`], shuffled per epoch by
 //! [`epoch_order`]; [`Repeat`] serves one batch forever (`()` for analytic toys, or a full-data
 //! batch).
 

@@ -38,7 +38,7 @@ impl Scale {
 /// The model must live on an autodiff device (`device.autodiff()`).
 ///
 /// `|theta|^2` runs over the trainable parameters only (not BatchNorm running statistics; see
-/// [`squared_norm`]). With [`Likelihood::GaussianLearned`] the model carries `s = ln lambda`
+/// [`squared_norm`](crate::prior::squared_norm)). With [`Likelihood::GaussianLearned`] the model carries `s = ln lambda`
 /// ([`Network::log_precision`]); `s` is left out of the Gaussian weight prior and gets the
 /// Gamma prior instead:
 /// `U~(theta, s) = prior_precision / 2 |theta|^2 + (N / n) sum_B [e^s / 2 r^2 - s / 2 +

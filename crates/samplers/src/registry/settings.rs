@@ -138,7 +138,7 @@ pub struct ContourSettings {
     pub multiplier_scheme: MultiplierScheme,
     /// AWSGLD: the target temperature `T` the samples are reweighted to (none: `temperature`).
     pub target_temperature: Option<f64>,
-    /// Importance weights: `bin` (theta[J]^zeta) or `interpolated` (eq. 5).
+    /// Importance weights: `bin` (`theta[J]^zeta`) or `interpolated` (eq. 5).
     pub weights: WeightRule,
     /// Replaces the sampler's own random field (e.g. the interacting field for `csgld`).
     pub field: Option<RandomField>,

@@ -1,7 +1,7 @@
 //! The 10 global-optimisation benchmarks of the AWSGLD chapter (thesis sec. 7.2.2, Example 3,
 //! Table 7.1; settings in appendix F.2, Table F.1).
 //!
-//! The thesis takes the functions from Laguna & Marti (2005) [LM05] and states neither formulas nor
+//! The thesis takes the functions from Laguna & Marti (2005) \[LM05\] and states neither formulas nor
 //! domains; we use the standard definitions of that test set (Hedar's collection, which LM05 use).
 //! Each run of the paper starts somewhere in the domain and stops at the first iterate in the
 //! optimal set `S = {x : U(x) <= U* + rho}` (at most 100,000 iterations, 10 runs per cell).
