@@ -471,6 +471,12 @@ fn chain_scaling<M: Module, T: Target<M> + Clone + Send>(
 
 /// Runs the benchmarks and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
+    if !(a.seconds.is_finite() && a.seconds > 0.0) {
+        return Err(AppError::Usage(format!(
+            "--seconds must be finite and > 0, got {}",
+            a.seconds
+        )));
+    }
     let start = Instant::now();
     let device = a.device.device()?.ok_or_else(|| {
         AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())

@@ -74,10 +74,25 @@ pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<f64>]) -> Result<(), 
     write_atomic(path, text.as_bytes())
 }
 
-/// The data directory of a run: `flag` if given, else `$SGMCMC_DATA_DIR`, else
-/// `../shared/datasets`.
+/// The data directory of a run: `flag` if given, else `$SGMCMC_DATA_DIR` (an empty value counts
+/// as unset), else `../shared/datasets`.
 pub fn data_root(flag: Option<&Path>) -> PathBuf {
     flag.map(Path::to_path_buf)
-        .or_else(|| std::env::var_os("SGMCMC_DATA_DIR").map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("SGMCMC_DATA_DIR")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
         .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
+}
+
+/// Checks that a seed fits the signed 64-bit integers of TOML configs (`config.toml`).
+pub fn check_seed(seed: u64) -> Result<(), AppError> {
+    if i64::try_from(seed).is_err() {
+        return Err(AppError::Usage(format!(
+            "seed {seed} is too large (at most {}, the largest integer a config file holds)",
+            i64::MAX
+        )));
+    }
+    Ok(())
 }

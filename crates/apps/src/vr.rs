@@ -254,6 +254,12 @@ pub struct VrArgs {
 /// Runs VR-reSGLD (m = 40, F = 1), reSGLD (F = 100) and the variance study for m in {10, 40,
 /// 200}; prints a table, writes `summary.json`, `variance.csv`, `traces.csv` and `traces.png`.
 pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
+    if a.iters < 10 {
+        return Err(AppError::Usage(format!(
+            "--iters must be >= 10 (the first tenth is burn-in), got {}",
+            a.iters
+        )));
+    }
     let base = VrConfig {
         iters: a.iters,
         seed: a.seed,

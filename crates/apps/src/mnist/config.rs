@@ -176,6 +176,12 @@ impl MnistConfig {
         if self.chains == 0 {
             return bad("chains must be >= 1 (got 0)");
         }
+        if self.chains > 64 {
+            return Err(AppError::Usage(format!(
+                "chains must be at most 64, got {}",
+                self.chains
+            )));
+        }
         if self.batch == 0 || self.epochs == 0 || self.eval_every == 0 {
             return bad("batch, epochs and eval_every must be >= 1");
         }

@@ -232,6 +232,12 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         }
         return trajectory::trajectory(&data_dir(a), &a.preset, &s, &run_dir(&out)?, &device);
     }
+    if a.stop_after == Some(0) {
+        return Err(AppError::Usage(
+            "--stop-after must be >= 1 epoch (a run stopped before its first epoch writes nothing)"
+                .into(),
+        ));
+    }
     let stop = Stop {
         after_epochs: a.stop_after,
     };

@@ -105,7 +105,22 @@ impl ToyConfig {
                 self.iters
             )));
         }
-        Ok(())
+        if self.iters - self.burn_in() <= self.thin {
+            return Err(AppError::Usage(format!(
+                "thin ({}) keeps only one sample per chain of the {} steps after burn-in",
+                self.thin,
+                self.iters - self.burn_in()
+            )));
+        }
+        // Positions and kernel state are 2-3 arrays of chains x dimension doubles.
+        const MAX_CHAINS: usize = 10_000_000;
+        if self.chains > MAX_CHAINS {
+            return Err(AppError::Usage(format!(
+                "chains ({}) must be at most {MAX_CHAINS}",
+                self.chains
+            )));
+        }
+        crate::output::check_seed(self.seed)
     }
 
     /// The temperature estimates refer to: the reweighting target of AWSGLD, else the sampling

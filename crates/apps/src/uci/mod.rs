@@ -251,8 +251,11 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     run.noise = a.noise_model()?;
     run.chains = a.chains;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
-    if a.chains == 0 {
-        return Err(AppError::Usage("chains must be >= 1".into()));
+    if !(1..=64).contains(&a.chains) {
+        return Err(AppError::Usage(format!(
+            "chains must lie in 1..=64, got {}",
+            a.chains
+        )));
     }
     // Every setting is checked before any run starts.
     run.sampler
@@ -276,8 +279,10 @@ fn run_jobs(
     let results: Mutex<Vec<Option<Result<UciResult, AppError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     let pb = crate::progress::bar(jobs.len() as u64, "uci runs", true);
+    // One job per core at most: more only share the cores and change nothing else.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
+        for _ in 0..threads.clamp(1, cores) {
             scope.spawn(|| {
                 // A job whose pool cannot start stays unfinished and is reported as such.
                 let _started = crate::threads::with_threads(1, || {
@@ -361,9 +366,7 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     if a.table {
         return table(a);
     }
-    if a.seeds == 0 || a.epochs == 0 {
-        return Err(AppError::Usage("seeds and epochs must be >= 1".into()));
-    }
+    check_counts(a)?;
     let out = a.out.clone().unwrap_or_else(|| {
         let suffix = match a.noise {
             NoiseChoice::Fixed => "",
@@ -438,9 +441,7 @@ fn single(config: &UciConfig, threads: usize, out: &Path, resume: bool) -> Resul
 fn table(a: &UciArgs) -> Result<(), AppError> {
     let names = ["energy", "concrete", "yacht", "wine-quality-red"].map(String::from);
     let samplers = ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"];
-    if a.seeds == 0 || a.epochs == 0 {
-        return Err(AppError::Usage("seeds and epochs must be >= 1".into()));
-    }
+    check_counts(a)?;
     let datasets: Vec<(String, UciDataset)> = names
         .iter()
         .map(|n| {
@@ -479,6 +480,20 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
     report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
+}
+
+/// Seeds, epochs and jobs within what a run can hold.
+fn check_counts(a: &UciArgs) -> Result<(), AppError> {
+    if !(1..=100_000).contains(&a.seeds) || a.epochs == 0 {
+        return Err(AppError::Usage(format!(
+            "seeds must lie in 1..=100000 and epochs be >= 1 (got {} and {})",
+            a.seeds, a.epochs
+        )));
+    }
+    if a.jobs == 0 {
+        return Err(AppError::Usage("jobs must be >= 1".into()));
+    }
+    Ok(())
 }
 
 fn cell(dataset: &str, sampler: &str, runs: Vec<UciResult>) -> Cell {
@@ -559,6 +574,17 @@ fn report(
         &summary,
     )?;
     println!("wrote {}", out.display());
+    let dead: Vec<String> = cells
+        .iter()
+        .filter(|c| c.runs.iter().all(|r| r.error.is_some()))
+        .map(|c| format!("{} / {}", c.dataset, c.sampler))
+        .collect();
+    if !dead.is_empty() {
+        return Err(AppError::Run(format!(
+            "every run failed for {} (see table.md)",
+            dead.join(", ")
+        )));
+    }
     Ok(())
 }
 
@@ -568,12 +594,13 @@ fn render(cells: &[Cell], seeds: u64, wall: f64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| dataset | sampler | RMSE (mean +- sd, {seeds} seeds) | paper RMSE | test NLL |\n|---|---|---|---|---|"
+        "| dataset | sampler | RMSE (mean +- sd over the runs that finished) | paper RMSE | test NLL | failed runs |\n|---|---|---|---|---|---|"
     );
     for c in cells {
+        let failed = c.runs.iter().filter(|r| r.error.is_some()).count();
         let _ = writeln!(
             s,
-            "| {} | {} | {:.3} +- {:.3} | {} | {:.3} +- {:.3} |",
+            "| {} | {} | {:.3} +- {:.3} | {} | {:.3} +- {:.3} | {failed} of {seeds} |",
             c.dataset,
             c.sampler,
             c.rmse.0,
