@@ -5,29 +5,11 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::cli::{sgmcmc, succeeds, tmp};
+use common::cli::{fails_with, sgmcmc, succeeds, tmp};
 
 /// The `summary.json` of a run directory.
 fn summary(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
-}
-
-/// Asserts exit `code` and a single stderr line containing `needle`.
-fn fails_with(args: &[&str], code: i32, needle: &str) {
-    let out = sgmcmc(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{args:?}: stderr {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    assert!(err.starts_with("error: "), "{args:?}: {err}");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected `{needle}` in {err}"
-    );
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
 
 #[test]

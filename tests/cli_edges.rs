@@ -4,20 +4,8 @@
 
 mod common;
 
-use common::cli::{sgmcmc, tmp};
+use common::cli::{fails_with, sgmcmc, tmp};
 use sgmcmc::data::uci::write_synthetic;
-
-/// Asserts exit `code` and a single stderr line containing `needle`.
-fn fails_with(args: &[&str], code: i32, needle: &str) {
-    let out = sgmcmc(args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "{args:?}: stderr {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
-    assert!(
-        err.contains(needle),
-        "{args:?}: expected `{needle}` in: {err}"
-    );
-}
 
 #[test]
 fn sizes_and_counts_outside_their_range_are_refused() {

@@ -25,3 +25,21 @@ pub fn succeeds(args: &[&str]) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {err}");
 }
+
+/// Asserts exit `code` and a single stderr line containing `needle`.
+pub fn fails_with(args: &[&str], code: i32, needle: &str) {
+    let out = sgmcmc(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: stderr {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected `{needle}` in {err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}

@@ -28,6 +28,12 @@ impl Progress {
         self.per_epoch.map_or(0, |e| self.step / e.max(1))
     }
 
+    /// Whether [`Progress::step`] is the first step of its epoch.
+    pub fn starts_epoch(&self) -> bool {
+        self.per_epoch
+            .is_some_and(|e| self.step.is_multiple_of(e.max(1)))
+    }
+
     /// Whether [`Progress::step`] is the last step of its epoch.
     pub fn ends_epoch(&self) -> bool {
         self.per_epoch

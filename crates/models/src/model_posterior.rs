@@ -88,16 +88,6 @@ where
     })
 }
 
-/// One chain's energy and gradients from a differentiable energy.
-pub(crate) fn estimate_of<M: Module>(model: &M, energy: Tensor<1>) -> Estimate {
-    let value = f64::from(energy.clone().into_scalar::<f32>());
-    let grads = GradientsParams::from_grads(energy.backward(), model);
-    Estimate {
-        energies: vec![value],
-        grads,
-    }
-}
-
 impl<M, L, P> Target<M> for ModelPosterior<L, P>
 where
     M: Module,
@@ -117,7 +107,12 @@ where
         _rngs: &mut [ChainRng],
     ) -> Result<Estimate, TargetError> {
         let e = energy(&self.likelihood, &self.prior, self.n_data, model, batch)?;
-        Ok(estimate_of(model, e))
+        let value = f64::from(e.clone().into_scalar::<f32>());
+        let grads = GradientsParams::from_grads(e.backward(), model);
+        Ok(Estimate {
+            energies: vec![value],
+            grads,
+        })
     }
 
     fn batch_energies(

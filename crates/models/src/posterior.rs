@@ -7,7 +7,7 @@ use sgmcmc_samplers::density::{Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
 
 use crate::likelihood::{Likelihood, Targets};
-use crate::model_posterior::{energy, estimate_of};
+use crate::model_posterior::{ModelPosterior, energy};
 use crate::network::Network;
 use crate::nll::{BatchNll, NegLogLik};
 use crate::noise::gamma_prior_energy;
@@ -102,6 +102,15 @@ impl Posterior {
             precision: self.scale.prior_precision,
         }
     }
+
+    /// The same posterior as a [`ModelPosterior`] (what its [`Target`] impl runs).
+    pub fn as_model_posterior(&self) -> ModelPosterior<Likelihood, Gaussian> {
+        ModelPosterior {
+            likelihood: self.likelihood,
+            prior: self.prior(),
+            n_data: self.scale.n_data,
+        }
+    }
 }
 
 /// The data term of a network posterior: the built-in [`Likelihood`]s on a [`Network`]'s
@@ -144,27 +153,22 @@ impl<M: Network> Target<M> for Posterior {
         &self,
         model: &M,
         batch: &Self::Batch,
-        _rngs: &mut [ChainRng],
+        rngs: &mut [ChainRng],
     ) -> Result<Estimate, TargetError> {
-        Ok(estimate_of(model, self.energy(model, batch)?))
+        self.as_model_posterior().estimate(model, batch, rngs)
     }
 
     fn batch_energies(
         &self,
         model: &M,
         batch: &Self::Batch,
-        _rngs: &mut [ChainRng],
+        rngs: &mut [ChainRng],
     ) -> Result<Vec<f64>, TargetError> {
         // Forward only: no backward pass.
-        let energy = self.energy(model, batch)?;
-        Ok(vec![f64::from(energy.into_scalar::<f32>())])
+        self.as_model_posterior().batch_energies(model, batch, rngs)
     }
 
-    fn full_energy(&self, _model: &M) -> Result<Vec<f64>, TargetError> {
-        Err(TargetError::Shape(
-            "the full-data energy of a network posterior needs the dataset; evaluate \
-             `Posterior::energy` over all batches instead"
-                .into(),
-        ))
+    fn full_energy(&self, model: &M) -> Result<Vec<f64>, TargetError> {
+        self.as_model_posterior().full_energy(model)
     }
 }

@@ -183,7 +183,6 @@ struct Recorder<'a> {
     config: &'a MnistConfig,
     data: &'a MnistData,
     plain: Device,
-    per_epoch: u64,
     burn_epochs: usize,
     held: Option<Vec<Cnn>>,
     record: Record,
@@ -197,8 +196,7 @@ impl Observer<MnistSampler> for Recorder<'_> {
     }
 
     fn before_step(&mut self, at: &Progress, sampler: &MnistSampler) -> Result<(), RunError> {
-        let e = (at.step / self.per_epoch) as usize;
-        if at.step.is_multiple_of(self.per_epoch) && is_eval_epoch(self.config, e) {
+        if at.starts_epoch() && is_eval_epoch(self.config, at.epoch() as usize) {
             self.held = Some(sampler.ensemble().modules().cloned().collect());
         }
         Ok(())
@@ -227,7 +225,7 @@ impl Observer<MnistSampler> for Recorder<'_> {
             self.record.eval_seconds += t.elapsed().as_secs_f64();
         }
         if at.ends_epoch() {
-            self.record.epochs_done = (at.step / self.per_epoch) as usize + 1;
+            self.record.epochs_done = at.epoch() as usize + 1;
         }
         self.clock = Instant::now();
         Ok(())
@@ -250,7 +248,7 @@ impl Recorder<'_> {
         report: &StepReport,
         models: &[Cnn],
     ) -> Result<(), AppError> {
-        let e = (at.step / self.per_epoch) as usize;
+        let e = at.epoch() as usize;
         let sampling = report.phase != Some(Phase::Exploration);
         let classes = self.config.classes.len();
         let mut chain_accuracy = Vec::new();
@@ -300,7 +298,6 @@ pub fn train(
         config,
         data,
         plain: device.clone().inner(),
-        per_epoch,
         burn_epochs: (config.burn_fraction * config.epochs as f64).floor() as usize,
         held: None,
         record: Record::default(),

@@ -243,9 +243,8 @@ pub struct UciConfig {
 fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError> {
     let (t, z) = paper_settings(dataset);
     let mut run = UciRun::paper(sampler, a.temperature.unwrap_or(t), a.zeta.unwrap_or(z), 0)
-        .with_field(a.field.map(FieldChoice::field));
-    run.sampler.lr = a.lr;
-    run.sampler.replica.lr_max = 5.0 * a.lr;
+        .with_field(a.field.map(FieldChoice::field))
+        .with_lr(a.lr);
     run.epochs = a.epochs;
     run.standardize_target = a.standardize_target;
     run.noise = a.noise_model()?;

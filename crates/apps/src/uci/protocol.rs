@@ -125,7 +125,6 @@ impl UciRun {
     /// The paper's protocol for `sampler` with the dataset's `(tau, zeta)`.
     pub fn paper(sampler: &str, temperature: f64, zeta: f64, seed: u64) -> Self {
         let mut s = SamplerSettings::named(sampler);
-        s.lr = 5e-6;
         s.temperature = temperature;
         s.contour.zeta = zeta;
         s.contour.du = 100.0;
@@ -133,9 +132,8 @@ impl UciRun {
         s.contour.u_min = Some(0.0);
         s.contour.theta_init = Some(ThetaInit::Uniform);
         // Networks carry no injected noise: energies on one batch do not vary, so the toys'
-        // variance refresh would measure nothing; a DEO* ladder tops out at 5 x lr.
+        // variance refresh would measure nothing.
         s.replica.variance_period = 0;
-        s.replica.lr_max = 5.0 * s.lr;
         Self {
             sampler: s,
             chains: 1,
@@ -147,6 +145,14 @@ impl UciRun {
             standardize_target: false,
             noise: UciNoise::Fixed { precision: 1.0 },
         }
+        .with_lr(5e-6)
+    }
+
+    /// Sets the learning rate (full-data scale); a DEO* ladder tops out at 5 x lr.
+    pub fn with_lr(mut self, lr: f64) -> Self {
+        self.sampler.lr = lr;
+        self.sampler.replica.lr_max = 5.0 * lr;
+        self
     }
 
     /// Sets the contour field (the paper's eq. 9 is the power field).

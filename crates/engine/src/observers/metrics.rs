@@ -25,7 +25,7 @@ pub struct MetricsCsv {
 }
 
 /// The header row.
-pub const METRICS_HEADER: &str = "step,chain,energy,lr,temperature,multiplier,log_weight,rung";
+const METRICS_HEADER: &str = "step,chain,energy,lr,temperature,multiplier,log_weight,rung";
 
 impl MetricsCsv {
     /// Rows into `path` every `every` steps (`every >= 1`).
