@@ -33,7 +33,7 @@ impl Scale {
 }
 
 /// `U~(theta) = prior_precision / 2 |theta|^2 + (N / n) * NLL(batch)` for a network `M`: the
-/// [`ModelPosterior`](crate::ModelPosterior) of a built-in [`Likelihood`] and the isotropic
+/// [`ModelPosterior`] of a built-in [`Likelihood`] and the isotropic
 /// [`Gaussian`] prior, by its scale.
 /// The model must live on an autodiff device (`device.autodiff()`).
 ///
