@@ -10,23 +10,24 @@
 //! replica per basin, `Z_1(A) Z_2(B) / (Z_1(A) Z_2(B) + Z_1(B) Z_2(A))`, `Z_t(A) = ∫_A e^(-L/t)`,
 //! computed by quadrature around each mode.
 //!
-//! One step: draw a minibatch `B` (n indices with replacement); refresh the snapshots of both
-//! chains every `m` steps (`L^` is a full-data pass); the swap test uses
-//! `L~ = L(B|x) + c (L(B|x^) - L^)` (VR) or `L(B|x)` (plain); every 100 steps on average (at a
-//! random phase of the snapshot period) `sigma2_hat` is refreshed from 10 fresh minibatches of
-//! the same estimator the swaps use, and the sample variances of both estimators are recorded.
-//! Until the first refresh `sigma2_hat = 0` (naive swaps).
+//! Every run is the library's [`VarianceReduced`] sampler: one minibatch `B` (n indices with
+//! replacement) per step for both chains, snapshots every `m` steps (VR-reSGLD) or plain
+//! minibatch energies (reSGLD), and `sigma2_hat` refreshed every 100 steps on average from 10
+//! fresh minibatches on which both chains' swap energies are paired. Until the first refresh
+//! `sigma2_hat = 0` (naive swaps).
 
 use std::time::Instant;
 
 use serde::Serialize;
-use sgmcmc_samplers::control::{ControlVariate, Ladder, Smoothing, SwapScheme};
+use sgmcmc_samplers::control::{Ladder, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::data_mixture::MixtureData;
 use sgmcmc_samplers::diagnostics::ess;
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{ReplicaConfig, ReplicaExchange, Sampler, SwapRule};
+use sgmcmc_samplers::sampler::{
+    self, ControlSettings, ReplicaConfig, Sampler, SwapRule, VarianceReduced, VrRefresh,
+};
 
 use crate::error::AppError;
 
@@ -75,10 +76,15 @@ pub struct VrOutcome {
     pub trace: Vec<f64>,
     /// Accepted swaps.
     pub swaps: u64,
-    /// Mean sample variance of the plain minibatch energy (per chain, per refresh).
+    /// Mean variance of one chain's plain minibatch energy `L(B | x)`.
     pub plain_variance: f64,
-    /// Mean sample variance of the control-variate energy.
+    /// Mean variance of one chain's swap energy (control variate for VR, else plain).
     pub vr_variance: f64,
+    /// Mean of half the variance of the plain energies' paired difference on shared batches.
+    pub plain_pair_variance: f64,
+    /// Mean of half the variance of the swap energies' paired difference: the `sigma2_hat`
+    /// the correction uses.
+    pub used_pair_variance: f64,
     /// Fraction of rung-0 samples in the mode near -5.
     pub low_mode_mass: f64,
     /// Its Monte Carlo standard error, `sqrt(p (1 - p) / ESS)` of the indicator trace.
@@ -92,10 +98,19 @@ pub fn data(n: usize) -> Result<MixtureData, AppError> {
     Ok(MixtureData::thesis(n, 1983)?)
 }
 
-/// Runs VR-reSGLD (or reSGLD without a period) on `data`.
-pub fn run(cfg: &VrConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
+/// Mean steps between variance refreshes and minibatches per refresh.
+const REFRESH: VrRefresh = VrRefresh {
+    every: 100,
+    draws: 10,
+};
+
+/// The sampler of one run.
+pub fn sampler(
+    cfg: &VrConfig,
+    data: &MixtureData,
+) -> Result<VarianceReduced<HostEnsemble<MixtureData>>, AppError> {
     let (t1, t2) = cfg.temperatures;
-    let rc = ReplicaConfig {
+    let replica = ReplicaConfig {
         kernel: Kernel::Sgld,
         ladder: Ladder::tempered(vec![t1, t2], vec![cfg.lr, cfg.lr])?,
         scheme: SwapScheme::Adjacent,
@@ -107,91 +122,57 @@ pub fn run(cfg: &VrConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
         },
         refresh: None,
     };
+    let settings = sampler::VrConfig {
+        replica,
+        control: cfg.period.map(|period| ControlSettings {
+            period,
+            coefficient: -1.0,
+            adapt: None,
+        }),
+        refresh: Some(REFRESH),
+    };
     let ens = HostEnsemble::new(data.clone(), &[vec![30.0], vec![-10.0]], cfg.seed)?;
-    let mut re = ReplicaExchange::new(rc, ens, cfg.seed)?;
-    let mut cv = ControlVariate::new(2, cfg.period.unwrap_or(1), -1.0, None)?;
-    let mut snap = [30.0, -10.0];
+    let (draw_data, n, seed) = (data.clone(), cfg.batch, cfg.seed);
+    let batches = Box::new(move |k: u64, j: usize| {
+        draw_data.minibatch(n, &mut ChainRng::new(seed ^ 0x5EED_F00D, k * 64 + j as u64))
+    });
+    Ok(VarianceReduced::new(settings, ens, batches, cfg.seed)?)
+}
+
+/// Runs VR-reSGLD (or reSGLD without a period) on `data`.
+pub fn run(cfg: &VrConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
+    let mut vr = sampler(cfg, data)?;
     let mut rng = ChainRng::new(cfg.seed, 7);
-    let (mut plain_var, mut vr_var, mut refreshes) = (0.0, 0.0, 0.0f64);
-    let (mut trace, mut low, mut kept) = (Vec::new(), 0.0, 0.0f64);
-    let mut next_refresh = 50 + rng.below(100) as u64;
-    let mut indicator = Vec::with_capacity(cfg.iters as usize);
+    let (mut trace, mut indicator) = (Vec::new(), Vec::with_capacity(cfg.iters as usize));
     let start = Instant::now();
-    let position = |re: &Replica, p: usize| re.ensemble().chain(p)[0];
     for k in 0..cfg.iters {
-        if cfg.period.is_some() && cv.due(k) {
-            for (p, s) in snap.iter_mut().enumerate() {
-                *s = position(&re, p);
-                cv.set(p, data.full_energy(*s));
-            }
-        }
-        let energy = |re: &Replica, p: usize, b: &[usize]| -> (f64, f64) {
-            let plain = data.batch_energy_grad(position(re, p), b).0;
-            let vr = cv.energy(p, plain, data.batch_energy_grad(snap[p], b).0);
-            (plain, vr)
-        };
-        // Every 100 steps on average, at a random phase of the snapshot period (a refresh right
-        // at a snapshot would see x = x^ and a zero control-variate variance).
-        if k == next_refresh {
-            next_refresh = k + 50 + rng.below(100) as u64;
-            let mut draws = vec![Vec::new(), Vec::new()];
-            let mut plain_draws = [Vec::new(), Vec::new()];
-            for _ in 0..10 {
-                let b = data.minibatch(cfg.batch, &mut rng);
-                for p in 0..2 {
-                    let (plain, vr) = energy(&re, p, &b);
-                    plain_draws[p].push(plain);
-                    draws[p].push(if cfg.period.is_some() { vr } else { plain });
-                }
-            }
-            for p in 0..2 {
-                plain_var += variance(&plain_draws[p]);
-                vr_var += variance(&draws[p]);
-                refreshes += 1.0;
-            }
-            re.refresh_variance_from(&draws);
-        }
         let b = data.minibatch(cfg.batch, &mut rng);
-        let offsets: Vec<f64> = (0..2)
-            .map(|p| match cfg.period {
-                Some(_) => cv.offset(p, data.batch_energy_grad(snap[p], &b).0),
-                None => 0.0,
-            })
-            .collect();
-        let report = re.step_with_energy_offsets(&b, &offsets)?;
+        let report = vr.step(&b)?;
         let c0 = report.rungs.iter().position(|r| *r == 0).unwrap_or(0);
         // The chain now on rung 0, after its move (one step of lr 1e-7 moves it far less than a
         // mode's width, so its mode is that of the pre-move sample).
-        let beta = position(&re, c0);
+        let beta = vr.ensemble().chain(c0)[0];
         if k >= cfg.iters / 10 {
-            kept += 1.0;
-            let hit = f64::from(u8::from(beta < 10.0));
-            low += hit;
-            indicator.push(hit);
+            indicator.push(f64::from(u8::from(beta < 10.0)));
         }
         if k % 10 == 0 {
             trace.push(beta);
         }
     }
-    let mass = low / kept.max(1.0);
+    let mass = indicator.iter().sum::<f64>() / indicator.len().max(1) as f64;
     let n_eff = ess(std::slice::from_ref(&indicator)).max(1.0);
+    let [plain, used, plain_pair, used_pair] = vr.reduction_stats().means();
     Ok(VrOutcome {
         low_mode_se: (mass * (1.0 - mass) / n_eff).sqrt(),
         trace,
-        swaps: re.stats().total_accepts(),
-        plain_variance: plain_var / refreshes.max(1.0),
-        vr_variance: vr_var / refreshes.max(1.0),
+        swaps: vr.replica().stats().total_accepts(),
+        plain_variance: plain,
+        vr_variance: used,
+        plain_pair_variance: plain_pair,
+        used_pair_variance: used_pair,
         low_mode_mass: mass,
         wall_seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-type Replica = ReplicaExchange<HostEnsemble<MixtureData>>;
-
-fn variance(v: &[f64]) -> f64 {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
 }
 
 /// Exact rung-0 mass of the mode near -5 for one replica per basin (see the module docs), and
@@ -284,8 +265,8 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
         base.n_data, base.batch, base.lr
     );
     println!(
-        "{:<22} {:>7} {:>14} {:>12} {:>9} {:>16}",
-        "run", "swaps", "Var plain", "Var used", "ratio", "mass near -5"
+        "{:<22} {:>7} {:>12} {:>10} {:>12} {:>10} {:>7} {:>16}",
+        "run", "swaps", "Var plain", "Var used", "sig2 plain", "sig2 used", "ratio", "mass near -5"
     );
     for (label, period, f) in [
         ("VR-reSGLD m=10 F=1", Some(10), 1.0),
@@ -301,11 +282,13 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
         };
         let o = run(&cfg, &d)?;
         println!(
-            "{label:<22} {:>7} {:>14.0} {:>12.1} {:>9.0} {:>9.3} +- {:.3}",
+            "{label:<22} {:>7} {:>12.0} {:>10.1} {:>12.1} {:>10.2} {:>7.0} {:>9.3} +- {:.3}",
             o.swaps,
             o.plain_variance,
             o.vr_variance,
-            o.plain_variance / o.vr_variance,
+            o.plain_pair_variance,
+            o.used_pair_variance,
+            o.plain_pair_variance / o.used_pair_variance,
             o.low_mode_mass,
             o.low_mode_se
         );
@@ -315,6 +298,8 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
             o.swaps as f64,
             o.plain_variance,
             o.vr_variance,
+            o.plain_pair_variance,
+            o.used_pair_variance,
             o.low_mode_mass,
             o.low_mode_se,
         ]);
@@ -329,6 +314,8 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
             "swaps",
             "var_plain",
             "var_used",
+            "sigma2_plain",
+            "sigma2_used",
             "low_mode_mass",
             "low_mode_se",
         ],
@@ -371,7 +358,8 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
             "exact_low_mode_mass": exact,
             "runs": runs.iter().map(|(l, o)| serde_json::json!({
                 "label": l, "swaps": o.swaps, "var_plain": o.plain_variance,
-                "var_used": o.vr_variance, "low_mode_mass": o.low_mode_mass,
+                "var_used": o.vr_variance, "sigma2_plain": o.plain_pair_variance,
+                "sigma2_used": o.used_pair_variance, "low_mode_mass": o.low_mode_mass,
                 "low_mode_se": o.low_mode_se, "wall_seconds": o.wall_seconds,
             })).collect::<Vec<_>>(),
         }),

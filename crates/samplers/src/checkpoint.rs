@@ -13,9 +13,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::{ContourTheta, EnergyVariance, IndexProcess, SwapSchedule, SwapStats};
+use crate::control::{
+    ContourTheta, ControlVariate, EnergyVariance, IndexProcess, SwapSchedule, SwapStats,
+};
 use crate::error::SamplerError;
 use crate::rng::ChainRng;
+use crate::sampler::ReductionStats;
 
 /// A tensor's shape and values (row-major).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -95,6 +98,24 @@ pub struct ReplicaState {
     pub rng: ChainRng,
     /// First step at which swaps may happen again (cooling).
     pub cooling_until: u64,
+    /// Control variates and variance refreshes of [`crate::sampler::VarianceReduced`].
+    #[serde(default)]
+    pub reduction: Option<ReductionState>,
+}
+
+/// The state [`crate::sampler::VarianceReduced`] keeps beside its replica exchange.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReductionState {
+    /// Snapshot energies `L^` and the coefficient `c`.
+    pub control: Option<ControlVariate>,
+    /// The snapshots `x^` as flat values.
+    pub snapshots: Vec<f64>,
+    /// The stream that places refreshes.
+    pub rng: ChainRng,
+    /// Step of the next refresh.
+    pub next_refresh: u64,
+    /// Variances measured so far.
+    pub stats: ReductionStats,
 }
 
 /// A sampler's full state.

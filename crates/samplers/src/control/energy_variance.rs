@@ -1,13 +1,22 @@
-//! The stochastic-approximation estimate `sigma2_hat` of the variance of one chain's stochastic
-//! energy, used by the corrected swap (thesis sec. 2.3, Algorithm 1).
+//! The stochastic-approximation estimate `sigma2_hat` used by the corrected swap (thesis sec.
+//! 2.3, Algorithm 1; VR paper Algorithm 1), one per pair of adjacent rungs.
 //!
-//! Every refresh draws a few fresh stochastic energies `U~_1 .. U~_n` of each chain at its
-//! current point (n >= 2), takes their sample variance `s2` (divisor n - 1) and updates the
-//! estimate of the chain's rung: `sigma2 <- (1 - gamma) sigma2 + gamma s2`, with
-//! `gamma = 1 / m` at the m-th refresh (a running mean; the initial value is forgotten at the
-//! first refresh) or a fixed `gamma` (exponential smoothing, for variances that drift). The
-//! variance used by a swap between rungs `r` and `r + 1` is the mean of their two estimates:
-//! the variance of one chain's energy, not of the difference of two (which is twice it).
+//! The corrected rate `S = exp(d (U~_r - U~_(r+1) - d sigma2 / F))` is unbiased at `F = 1` when
+//! the energy difference `D~ = U~_r - U~_(r+1)` is Gaussian with variance `2 sigma2`:
+//! `E[exp(d D~ - d^2 sigma2)] = exp(d D)`. So `sigma2` is half the variance of the *difference*.
+//! With independent estimates (injected noise, or separate minibatches) that is the variance of
+//! one chain's energy; when both replicas read the same minibatch, as every step of the papers'
+//! algorithms does, their errors are correlated and the difference varies far less than either
+//! energy (on a posterior with mirrored modes, 50-250x less). The estimate is therefore taken
+//! from paired draws: at every refresh each replica's energy is estimated on the same `n >= 2`
+//! fresh minibatches `B_1 .. B_n`, and pair `r` folds in
+//! `s2 = Var_j(U~(B_j | x_r) - U~(B_j | x_(r+1))) / 2` (sample variance, divisor n - 1). This is
+//! the VR paper's Algorithm 1 (`sigma2` estimates `Var(L(B | b1) - L(B | b2))`), with the factor
+//! 1/2 that keeps `F = 1` unbiased in the reSGLD paper's convention.
+//!
+//! The update is `sigma2 <- (1 - gamma) sigma2 + gamma s2`, with `gamma = 1 / m` at the m-th
+//! refresh (a running mean; the initial value is forgotten at the first refresh) or a fixed
+//! `gamma` (exponential smoothing, for variances that drift).
 
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +32,7 @@ pub enum Smoothing {
     Fixed(f64),
 }
 
-/// `sigma2_hat` per rung.
+/// `sigma2_hat` per pair of adjacent rungs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnergyVariance {
     sigma2: Vec<f64>,
@@ -32,8 +41,8 @@ pub struct EnergyVariance {
 }
 
 impl EnergyVariance {
-    /// Estimates for `p` rungs starting at `initial >= 0`.
-    pub fn new(p: usize, initial: f64, smoothing: Smoothing) -> Result<Self, SamplerError> {
+    /// Estimates for the `rungs - 1` pairs of a ladder, starting at `initial >= 0`.
+    pub fn new(rungs: usize, initial: f64, smoothing: Smoothing) -> Result<Self, SamplerError> {
         check(
             initial.is_finite() && initial >= 0.0,
             "initial_variance",
@@ -43,38 +52,56 @@ impl EnergyVariance {
         if let Smoothing::Fixed(g) = smoothing {
             check(g > 0.0 && g <= 1.0, "gamma", g, "must lie in (0, 1]")?;
         }
+        let pairs = rungs.saturating_sub(1);
         Ok(Self {
-            sigma2: vec![initial; p],
-            refreshes: vec![0; p],
+            sigma2: vec![initial; pairs],
+            refreshes: vec![0; pairs],
             smoothing,
         })
     }
 
-    /// Folds the fresh energies of the chain on `rung` into its estimate.
-    pub fn refresh(&mut self, rung: usize, energies: &[f64]) {
-        let n = energies.len();
+    /// Folds paired draws into pair `r`'s estimate: `lower[j]` and `upper[j]` are the energies
+    /// of the replicas on rungs `r` and `r + 1` on the same `j`-th minibatch (or independent
+    /// draws). Fewer than two pairs of draws leave the estimate as it is.
+    pub fn refresh(&mut self, r: usize, lower: &[f64], upper: &[f64]) {
+        let n = lower.len().min(upper.len());
         if n < 2 {
             return;
         }
-        let mean = energies.iter().sum::<f64>() / n as f64;
-        let s2 = energies.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        self.refreshes[rung] += 1;
+        let diff = |j: usize| lower[j] - upper[j];
+        let mean = (0..n).map(diff).sum::<f64>() / n as f64;
+        let s2 = (0..n).map(|j| (diff(j) - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        self.fold(r, 0.5 * s2);
+    }
+
+    fn fold(&mut self, r: usize, s2: f64) {
+        self.refreshes[r] += 1;
         let gamma = match self.smoothing {
-            Smoothing::RunningMean => 1.0 / self.refreshes[rung] as f64,
+            Smoothing::RunningMean => 1.0 / self.refreshes[r] as f64,
             Smoothing::Fixed(g) => g,
         };
-        self.sigma2[rung] = (1.0 - gamma) * self.sigma2[rung] + gamma * s2;
+        self.sigma2[r] = (1.0 - gamma) * self.sigma2[r] + gamma * s2;
     }
 
-    /// The variance a swap of pair `r` (rungs `r`, `r + 1`) uses.
+    /// The `sigma2_hat` a swap of pair `r` (rungs `r`, `r + 1`) uses.
     pub fn pair(&self, r: usize) -> f64 {
-        0.5 * (self.sigma2[r] + self.sigma2[r + 1])
+        self.sigma2[r]
     }
 
-    /// The per-rung estimates.
+    /// The per-pair estimates.
     pub fn values(&self) -> &[f64] {
         &self.sigma2
     }
+}
+
+/// Sample variance (divisor `n - 1`) of `v`; 0 for fewer than two values.
+pub fn sample_variance(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = v.iter().sum::<f64>() / n as f64;
+    v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64
 }
 
 #[cfg(test)]
@@ -82,17 +109,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn running_mean_averages_refreshes() {
-        let mut v = EnergyVariance::new(2, 100.0, Smoothing::RunningMean).unwrap();
-        v.refresh(0, &[1.0, 3.0]); // s2 = 2
-        assert!((v.values()[0] - 2.0).abs() < 1e-12);
-        v.refresh(0, &[0.0, 2.0, 4.0]); // s2 = 4
-        assert!((v.values()[0] - 3.0).abs() < 1e-12);
-        assert!((v.pair(0) - 0.5 * (3.0 + 100.0)).abs() < 1e-12);
-        let mut f = EnergyVariance::new(1, 10.0, Smoothing::Fixed(0.3)).unwrap();
-        f.refresh(0, &[1.0, 3.0]);
-        assert!((f.values()[0] - (0.7 * 10.0 + 0.3 * 2.0)).abs() < 1e-12);
-        assert!(EnergyVariance::new(1, -1.0, Smoothing::RunningMean).is_err());
-        assert!(EnergyVariance::new(1, 1.0, Smoothing::Fixed(0.0)).is_err());
+    fn running_mean_averages_half_the_paired_difference_variance() {
+        let mut v = EnergyVariance::new(3, 100.0, Smoothing::RunningMean).unwrap();
+        assert_eq!(v.values().len(), 2);
+        // Differences 1, 3: s2 = 2, half is 1.
+        v.refresh(0, &[11.0, 13.0], &[10.0, 10.0]);
+        assert!((v.pair(0) - 1.0).abs() < 1e-12);
+        // Differences 0, 2, 4: s2 = 4, half 2; running mean (1 + 2) / 2.
+        v.refresh(0, &[5.0, 7.0, 9.0], &[5.0, 5.0, 5.0]);
+        assert!((v.pair(0) - 1.5).abs() < 1e-12);
+        assert_eq!(v.pair(1), 100.0);
+        // A shared error cancels: both energies move together, the difference is constant.
+        let mut s = EnergyVariance::new(2, 0.0, Smoothing::RunningMean).unwrap();
+        s.refresh(0, &[100.0, 250.0, -40.0], &[90.0, 240.0, -50.0]);
+        assert_eq!(s.pair(0), 0.0);
+        let mut f = EnergyVariance::new(2, 10.0, Smoothing::Fixed(0.3)).unwrap();
+        f.refresh(0, &[1.0, 3.0], &[0.0, 0.0]);
+        assert!((f.pair(0) - (0.7 * 10.0 + 0.3 * 1.0)).abs() < 1e-12);
+        assert!(EnergyVariance::new(2, -1.0, Smoothing::RunningMean).is_err());
+        assert!(EnergyVariance::new(2, 1.0, Smoothing::Fixed(0.0)).is_err());
+        assert_eq!(sample_variance(&[1.0, 3.0]), 2.0);
     }
 }

@@ -6,7 +6,7 @@
 //! The likelihood is symmetric under `beta -> phi - beta`: the posterior has two modes (near -5
 //! and 25) that differ only through the prior, by `(25^2 - 5^2) / (2 prior_var)` in energy.
 
-use crate::ensemble::HostTarget;
+use crate::ensemble::{ExactHostTarget, HostTarget};
 use crate::error::TargetError;
 use crate::rng::ChainRng;
 
@@ -128,6 +128,16 @@ impl HostTarget for MixtureData {
         let (e, g) = self.batch_energy_grad(x[0], batch);
         grad[0] = g;
         e
+    }
+}
+
+impl ExactHostTarget for MixtureData {
+    fn batch_energy(&self, x: &[f64], batch: &Indices) -> f64 {
+        self.batch_energy_grad(x[0], batch).0
+    }
+
+    fn full_energy(&self, x: &[f64]) -> f64 {
+        MixtureData::full_energy(self, x[0])
     }
 }
 

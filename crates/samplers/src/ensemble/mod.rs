@@ -11,9 +11,11 @@
 
 mod host;
 mod module;
+mod snapshot;
 
 pub use host::{HostEnsemble, HostPoints, HostTarget};
 pub use module::{ModuleEnsemble, module_values, with_module_values};
+pub use snapshot::{ExactHostTarget, SnapshotEnergy};
 
 use crate::checkpoint::EnsembleState;
 use crate::error::SamplerError;

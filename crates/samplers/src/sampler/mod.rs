@@ -6,11 +6,15 @@ mod driver;
 mod replica;
 mod report;
 mod sgmcmc;
+mod variance_reduced;
 
 pub use contour::{Contour, ContourConfig};
 pub use replica::{ReplicaConfig, ReplicaExchange, SwapRule, VarianceRefresh};
 pub use report::StepReport;
 pub use sgmcmc::{Sgmcmc, SgmcmcConfig};
+pub use variance_reduced::{
+    BatchDraw, ControlSettings, ReductionStats, VarianceReduced, VrConfig, VrRefresh,
+};
 
 use crate::checkpoint::SamplerState;
 use crate::ensemble::Ensemble;

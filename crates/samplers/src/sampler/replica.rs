@@ -249,7 +249,12 @@ impl<E: Ensemble> ReplicaExchange<E> {
         self.schedule.window()
     }
 
-    /// `sigma2_hat` per rung (Metropolis rule).
+    /// The chains, mutably (energy draws of [`super::VarianceReduced`] between steps).
+    pub(crate) fn ensemble_mut(&mut self) -> &mut E {
+        &mut self.driver.ensemble
+    }
+
+    /// `sigma2_hat` per pair of adjacent rungs (Metropolis rule).
     pub fn variance(&self) -> Option<&EnergyVariance> {
         self.variance.as_ref()
     }
@@ -290,12 +295,16 @@ impl<E: Ensemble> ReplicaExchange<E> {
         Ok(())
     }
 
-    /// Refreshes `sigma2_hat` from energy draws the caller made, one list per chain (e.g. of
-    /// the control-variate energies the swaps use, so the correction matches their variance).
+    /// Refreshes `sigma2_hat` from energy draws the caller made, one list per chain, the `j`-th
+    /// entries of all lists on the same minibatch (e.g. of the control-variate energies the
+    /// swaps use, so the correction matches their variance): pair `r` folds in half the sample
+    /// variance of the differences between the replicas now on rungs `r` and `r + 1`
+    /// ([`EnergyVariance::refresh`]).
     pub fn refresh_variance_from(&mut self, draws_per_chain: &[Vec<f64>]) {
         if let Some(var) = self.variance.as_mut() {
-            for (chain, d) in draws_per_chain.iter().enumerate() {
-                var.refresh(self.index.rungs()[chain], d);
+            for r in 0..self.config.ladder.len() - 1 {
+                let (lo, hi) = (self.index.replica_at(r), self.index.replica_at(r + 1));
+                var.refresh(r, &draws_per_chain[lo], &draws_per_chain[hi]);
             }
         }
     }
@@ -501,6 +510,7 @@ impl<E: Ensemble> Sampler for ReplicaExchange<E> {
                 buffer: self.buffer,
                 rng: self.rng.clone(),
                 cooling_until: self.cooling_until,
+                reduction: None,
             })))
     }
 
