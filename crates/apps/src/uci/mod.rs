@@ -70,9 +70,15 @@ pub struct UciArgs {
     /// Epochs (the paper: 5000).
     #[arg(long, default_value_t = 5000)]
     pub epochs: usize,
-    /// Learning rate at full-data scale (the paper: 5e-6).
-    #[arg(long, default_value_t = 5e-6)]
-    pub lr: f64,
+    /// Learning rate at full-data scale (default: the paper's 5e-6; `3e-3 / N` under the
+    /// standardized protocol; 1e-3 per parameter for pSGLD, see `protocol::default_lr`).
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// `paper`: the CSGLD paper's protocol (target in original units, unit noise precision,
+    /// lr 5e-6), the default on its four data sets; `standardized`: a protocol for any target
+    /// scale (standardized target, noise precision 100, lr 3e-3 / N), the default elsewhere.
+    #[arg(long, value_enum)]
+    pub protocol: Option<ProtocolChoice>,
     /// Temperature (default: the paper's per dataset).
     #[arg(long)]
     pub temperature: Option<f64>,
@@ -145,6 +151,29 @@ impl FieldChoice {
         match self {
             Self::Power => RandomField::Power,
             Self::Interacting => RandomField::Interacting,
+        }
+    }
+}
+
+/// `--protocol`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProtocolChoice {
+    /// The CSGLD paper's (sec. 4.2) on the target's original units.
+    Paper,
+    /// Standardized target, noise precision and lr scaled for any data set.
+    Standardized,
+}
+
+impl ProtocolChoice {
+    /// `paper` on the paper's four data sets (by folder name), `standardized` on any other.
+    pub fn default_for(dataset: &str) -> Self {
+        let name = Path::new(dataset)
+            .file_name()
+            .map_or(dataset.into(), |n| n.to_string_lossy());
+        if paper_rmse(&name, "sgld").is_some() {
+            Self::Paper
+        } else {
+            Self::Standardized
         }
     }
 }
@@ -242,12 +271,25 @@ pub struct UciConfig {
 /// over it.
 fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError> {
     let (t, z) = paper_settings(dataset);
-    let mut run = UciRun::paper(sampler, a.temperature.unwrap_or(t), a.zeta.unwrap_or(z), 0)
-        .with_field(a.field.map(FieldChoice::field))
-        .with_lr(a.lr);
+    let (t, z) = (a.temperature.unwrap_or(t), a.zeta.unwrap_or(z));
+    let protocol = a
+        .protocol
+        .unwrap_or_else(|| ProtocolChoice::default_for(dataset));
+    let mut run = match protocol {
+        ProtocolChoice::Paper => UciRun::paper(sampler, t, z, 0),
+        ProtocolChoice::Standardized => UciRun::standardized(sampler, t, z, 0),
+    }
+    .with_field(a.field.map(FieldChoice::field));
+    if let Some(lr) = a.lr {
+        run = run.with_lr(lr);
+        run.lr_per_row = None;
+    }
     run.epochs = a.epochs;
-    run.standardize_target = a.standardize_target;
-    run.noise = a.noise_model()?;
+    run.standardize_target |= a.standardize_target;
+    let noise = a.noise_model()?;
+    if a.noise == NoiseChoice::Learned || protocol == ProtocolChoice::Paper {
+        run.noise = noise;
+    }
     run.chains = a.chains;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
     if !(1..=64).contains(&a.chains) {
@@ -597,16 +639,22 @@ fn render(cells: &[Cell], seeds: u64, wall: f64) -> String {
     );
     for c in cells {
         let failed = c.runs.iter().filter(|r| r.error.is_some()).count();
+        // A cell where no run finished has no mean: a dash, not NaN.
+        let pm = |(m, sd): (f64, f64)| {
+            if m.is_finite() {
+                format!("{m:.3} +- {sd:.3}")
+            } else {
+                "-".into()
+            }
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {:.3} +- {:.3} | {} | {:.3} +- {:.3} | {failed} of {seeds} |",
+            "| {} | {} | {} | {} | {} | {failed} of {seeds} |",
             c.dataset,
             c.sampler,
-            c.rmse.0,
-            c.rmse.1,
+            pm(c.rmse),
             c.paper_rmse.map_or("-".into(), |v| format!("{v:.2}")),
-            c.nll.0,
-            c.nll.1
+            pm(c.nll),
         );
     }
     let _ = writeln!(s, "\nwall time {wall:.0} s");
