@@ -22,9 +22,7 @@ use serde::Serialize;
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Posterior, Scale, Targets};
-use sgmcmc_samplers::control::{
-    ControlVariate, EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme,
-};
+use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::density::toy::by_name;
@@ -32,7 +30,8 @@ use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
-    Contour, ContourConfig, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc, SgmcmcConfig, SwapRule,
+    Contour, ContourConfig, ControlSettings, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc,
+    SgmcmcConfig, SwapRule, VarianceReduced, VrConfig,
 };
 
 use crate::device::DeviceChoice;
@@ -283,33 +282,20 @@ fn vr_overhead(
     let passes = posterior.scale.n_data / batch.x.dims()[0];
     for &m in periods {
         let mut plain = ReplicaExchange::new(cfg.clone(), two()?, 1)?;
-        let mut vr = ReplicaExchange::new(cfg.clone(), two()?, 1)?;
-        let mut cv = ControlVariate::new(2, m, -1.0, None)?;
-        let mut snaps: Vec<Mlp> = vr.ensemble().modules().cloned().collect();
-        let mut rngs = ChainRng::streams(9, 1);
-        let mut k = 0u64;
+        let vr_cfg = VrConfig {
+            replica: cfg.clone(),
+            control: Some(ControlSettings {
+                period: m,
+                coefficient: -1.0,
+                adapt: None,
+            }),
+            refresh: None,
+        };
+        let (b1, b2) = (batch.clone(), batch.clone());
+        let mut vr = VarianceReduced::new(vr_cfg, two()?, Box::new(move |_, _| b1.clone()), 1)?
+            .with_full_pass(Box::new(move |i| (i < passes).then(|| b2.clone())));
         let mut a_step: Step = Box::new(|| plain.step(batch).map(|_| ()).map_err(Into::into));
-        let mut b_step: Step = Box::new(|| {
-            if cv.due(k) {
-                snaps = vr.ensemble().modules().cloned().collect();
-                for (p, s) in snaps.iter().enumerate() {
-                    let mut full = 0.0;
-                    for _ in 0..passes {
-                        full += posterior.batch_energies(s, batch, &mut rngs)?[0];
-                    }
-                    cv.set(p, full / passes as f64);
-                }
-            }
-            let mut swap = [0.0; 2];
-            for (p, s) in snaps.iter().enumerate() {
-                let at_snapshot = posterior.batch_energies(s, batch, &mut rngs)?[0];
-                swap[p] = cv.offset(p, at_snapshot);
-            }
-            k += 1;
-            vr.step_with_energy_offsets(batch, &swap)
-                .map(|_| ())
-                .map_err(Into::into)
-        });
+        let mut b_step: Step = Box::new(|| vr.step(batch).map(|_| ()).map_err(Into::into));
         let (_, _, ratio) = paired(a.seconds, &mut a_step, &mut b_step)?;
         ratios.push(Figure {
             name: format!("{label}/vr-resgld x2 (m = {m}):resgld x2 step time"),

@@ -103,13 +103,31 @@ pub struct ReplicaState {
     pub reduction: Option<ReductionState>,
 }
 
+/// Stored points of an ensemble ([`crate::ensemble::SnapshotEnergy`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SnapshotValues {
+    /// None stored yet.
+    Empty,
+    /// Host positions, row-major `[P, d]`.
+    Host {
+        /// The positions.
+        x: Vec<f64>,
+    },
+    /// One module per entry, its float parameters in visit order.
+    Modules {
+        /// The parameters.
+        modules: Vec<Vec<TensorState>>,
+    },
+}
+
 /// The state [`crate::sampler::VarianceReduced`] keeps beside its replica exchange.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReductionState {
     /// Snapshot energies `L^` and the coefficient `c`.
     pub control: Option<ControlVariate>,
-    /// The snapshots `x^` as flat values.
-    pub snapshots: Vec<f64>,
+    /// The snapshots `x^` (empty before the first).
+    pub snapshots: SnapshotValues,
     /// The stream that places refreshes.
     pub rng: ChainRng,
     /// Step of the next refresh.

@@ -1,8 +1,16 @@
 //! Energies at stored points: what the control variates of variance-reduced replica exchange
 //! need (thesis Algorithm 2, eq. 3.5).
 
-use super::{Ensemble, HostEnsemble, HostPoints, HostTarget};
+use burn::module::Module;
+
+use super::{
+    Ensemble, HostEnsemble, HostPoints, HostTarget, ModuleEnsemble, module_values,
+    with_module_values,
+};
+use crate::checkpoint::{SnapshotValues, mismatch};
+use crate::density::Target;
 use crate::error::SamplerError;
+use crate::rng::ChainRng;
 
 /// An [`Ensemble`] that can evaluate energies at points it stored with
 /// [`Ensemble::snapshot_into`]: the minibatch energy `L(B | x^_p)` of every chain's snapshot on
@@ -24,11 +32,11 @@ pub trait SnapshotEnergy: Ensemble {
         out: &mut [f64],
     ) -> Result<(), SamplerError>;
 
-    /// The points as flat values, for checkpoints.
-    fn points_to_values(&self, points: &Self::Snapshot) -> Vec<f64>;
+    /// The points' values, for checkpoints.
+    fn points_to_values(&self, points: &Self::Snapshot) -> Result<SnapshotValues, SamplerError>;
 
-    /// Points from [`SnapshotEnergy::points_to_values`]; errors when the count does not fit.
-    fn points_from_values(&self, values: Vec<f64>) -> Result<Self::Snapshot, SamplerError>;
+    /// Points from [`SnapshotEnergy::points_to_values`]; errors when they do not fit the chains.
+    fn points_from_values(&self, values: SnapshotValues) -> Result<Self::Snapshot, SamplerError>;
 }
 
 /// A host target with exact, noise-free energies: the data posteriors whose minibatch noise
@@ -60,18 +68,77 @@ impl<T: ExactHostTarget> SnapshotEnergy for HostEnsemble<T> {
         Ok(())
     }
 
-    fn points_to_values(&self, points: &HostPoints) -> Vec<f64> {
-        points.x.clone()
+    fn points_to_values(&self, points: &HostPoints) -> Result<SnapshotValues, SamplerError> {
+        Ok(if points.x.is_empty() {
+            SnapshotValues::Empty
+        } else {
+            SnapshotValues::Host {
+                x: points.x.clone(),
+            }
+        })
     }
 
-    fn points_from_values(&self, x: Vec<f64>) -> Result<HostPoints, SamplerError> {
-        if x.len() != self.n_chains() * self.dim() {
-            return Err(crate::checkpoint::mismatch(format!(
-                "{} snapshot values saved, the chains hold {}",
-                x.len(),
-                self.n_chains() * self.dim()
-            )));
+    fn points_from_values(&self, values: SnapshotValues) -> Result<HostPoints, SamplerError> {
+        match values {
+            SnapshotValues::Empty => Ok(HostPoints::default()),
+            SnapshotValues::Host { x } if x.len() == self.n_chains() * self.dim() => {
+                Ok(HostPoints { dim: self.dim(), x })
+            }
+            _ => Err(mismatch("the snapshots do not fit these host chains")),
         }
-        Ok(HostPoints { dim: self.dim(), x })
+    }
+}
+
+/// Module chains: snapshots are module handles (cheap clones of reference-counted tensors);
+/// energies come from [`Target::batch_energies`] and [`Target::full_energy`] (deterministic for
+/// data posteriors; a toy target with injected noise draws it from fixed streams).
+impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
+    fn batch_energies_at(
+        &self,
+        points: &Vec<M>,
+        batch: &T::Batch,
+        out: &mut [f64],
+    ) -> Result<(), SamplerError> {
+        let mut at = 0;
+        for m in points {
+            let mut rngs = ChainRng::streams(u64::MAX, self.target().chains_per_module(m));
+            for e in self.target().batch_energies(m, batch, &mut rngs)? {
+                out[at] = e;
+                at += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn full_energies_at(&self, points: &Vec<M>, out: &mut [f64]) -> Result<(), SamplerError> {
+        let mut at = 0;
+        for m in points {
+            for e in self.target().full_energy(m)? {
+                out[at] = e;
+                at += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn points_to_values(&self, points: &Vec<M>) -> Result<SnapshotValues, SamplerError> {
+        if points.is_empty() {
+            return Ok(SnapshotValues::Empty);
+        }
+        Ok(SnapshotValues::Modules {
+            modules: points.iter().map(module_values).collect::<Result<_, _>>()?,
+        })
+    }
+
+    fn points_from_values(&self, values: SnapshotValues) -> Result<Vec<M>, SamplerError> {
+        match values {
+            SnapshotValues::Empty => Ok(Vec::new()),
+            SnapshotValues::Modules { modules } if modules.len() == self.modules().count() => self
+                .modules()
+                .zip(modules)
+                .map(|(m, v)| with_module_values(m.clone(), v))
+                .collect(),
+            _ => Err(mismatch("the snapshots do not fit these module chains")),
+        }
     }
 }

@@ -13,7 +13,7 @@ pub use replica::{ReplicaConfig, ReplicaExchange, SwapRule, VarianceRefresh};
 pub use report::StepReport;
 pub use sgmcmc::{Sgmcmc, SgmcmcConfig};
 pub use variance_reduced::{
-    BatchDraw, ControlSettings, ReductionStats, VarianceReduced, VrConfig, VrRefresh,
+    BatchDraw, ControlSettings, FullPass, ReductionStats, VarianceReduced, VrConfig, VrRefresh,
 };
 
 use crate::checkpoint::SamplerState;

@@ -107,6 +107,11 @@ impl VrConfig {
 /// Fresh minibatches addressed by `(step, draw)`.
 pub type BatchDraw<B> = Box<dyn Fn(u64, usize) -> B + Send + Sync>;
 
+/// Equal-sized minibatches that cover the data once, by index (`None` past the last): the
+/// exact energy `L(x^)` is then the mean of their full-scale energies (each is
+/// `-log p(x^) - (N / n) sum_B log p(d | x^)`).
+pub type FullPass<B> = Box<dyn Fn(usize) -> Option<B> + Send + Sync>;
+
 /// Mean variances seen at the refreshes: of one chain's energy and of half the paired
 /// difference, for the plain minibatch energy and for the energy the swaps use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -145,6 +150,7 @@ pub struct VarianceReduced<E: SnapshotEnergy> {
     control: Option<ControlVariate>,
     snapshots: E::Snapshot,
     batches: BatchDraw<E::Batch>,
+    full_pass: Option<FullPass<E::Batch>>,
     rng: ChainRng,
     next_refresh: u64,
     stats: ReductionStats,
@@ -177,12 +183,20 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
             control,
             snapshots: E::Snapshot::default(),
             batches,
+            full_pass: None,
             rng,
             next_refresh,
             stats: ReductionStats::default(),
             at_snapshot: vec![0.0; p],
             offsets: vec![0.0; p],
         })
+    }
+
+    /// Computes the snapshots' exact energies from a pass over `batches` instead of
+    /// [`SnapshotEnergy::full_energies_at`] (network targets do not hold their data set).
+    pub fn with_full_pass(mut self, batches: FullPass<E::Batch>) -> Self {
+        self.full_pass = Some(batches);
+        self
     }
 
     /// The replica exchange inside (ladder, index process, swap statistics, `sigma2_hat`).
@@ -209,7 +223,24 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
         }
         let ens = self.inner.ensemble();
         ens.snapshot_into(&mut self.snapshots);
-        ens.full_energies_at(&self.snapshots, &mut self.at_snapshot)?;
+        match &self.full_pass {
+            None => ens.full_energies_at(&self.snapshots, &mut self.at_snapshot)?,
+            Some(pass) => {
+                let mut sum = vec![0.0; self.at_snapshot.len()];
+                let mut count = 0usize;
+                while let Some(b) = pass(count) {
+                    ens.batch_energies_at(&self.snapshots, &b, &mut self.at_snapshot)?;
+                    for (s, e) in sum.iter_mut().zip(&self.at_snapshot) {
+                        *s += e;
+                    }
+                    count += 1;
+                }
+                check(count > 0, "full_pass", 0.0, "the full pass yields no batch")?;
+                for (e, s) in self.at_snapshot.iter_mut().zip(sum) {
+                    *e = s / count as f64;
+                }
+            }
+        }
         check_finite(&self.at_snapshot, k)?;
         for (p, l) in self.at_snapshot.iter().enumerate() {
             cv.set(p, *l);
@@ -327,7 +358,7 @@ impl<E: SnapshotEnergy> Sampler for VarianceReduced<E> {
         if let AlgorithmState::Replica(r) = &mut state.algorithm {
             r.reduction = Some(ReductionState {
                 control: self.control.clone(),
-                snapshots: self.inner.ensemble().points_to_values(&self.snapshots),
+                snapshots: self.inner.ensemble().points_to_values(&self.snapshots)?,
                 rng: self.rng.clone(),
                 next_refresh: self.next_refresh,
                 stats: self.stats,
@@ -349,11 +380,7 @@ impl<E: SnapshotEnergy> Sampler for VarianceReduced<E> {
         if red.control.is_some() != self.control_settings.is_some() {
             return Err(mismatch("control variates on one side only".to_string()));
         }
-        let snapshots = if red.snapshots.is_empty() {
-            E::Snapshot::default()
-        } else {
-            self.inner.ensemble().points_from_values(red.snapshots)?
-        };
+        let snapshots = self.inner.ensemble().points_from_values(red.snapshots)?;
         self.inner.restore(state)?;
         self.control = red.control;
         self.snapshots = snapshots;
