@@ -235,4 +235,29 @@ fn the_example_mixture_configs_run() {
             "{file}: {exact:?}"
         );
     }
+    // A contour sampler on the 3-D example: theta's exact energy-bin masses come with
+    // standard errors.
+    let out = dir.join("csgld-3d");
+    succeeds(&[
+        "toy",
+        "--config",
+        root.join("toy-mixture-3d.toml").to_str().unwrap(),
+        "--sampler",
+        "csgld",
+        "--iters",
+        "2000",
+        "--chains",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let s = summary(&out);
+    let (exact, se) = (floats(&s["theta_exact"]), floats(&s["theta_exact_se"]));
+    assert_eq!(exact.len(), se.len());
+    assert!((exact.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{exact:?}");
+    assert!(
+        se.iter().any(|v| *v > 0.0) && se.iter().all(|v| *v < 1e-3),
+        "{se:?}"
+    );
 }

@@ -203,9 +203,12 @@ fn one_dimensional_quadrature_masses_equal_the_closed_form() {
         got.masses[0]
     );
     assert!((got.masses[1] - (1.0 - exact)).abs() < tol);
-    // Wrong answers fail: the weights (0.3) are 0.086 away, the built-in 1-D mixture's
-    // density-minimum split is another definition.
+    // Wrong answers fail: the weights (0.3) are 0.086 away; the built-in 1-D mixture's
+    // split at the density minimum (x = -0.04 here) is another definition, 0.05 away.
     assert!((0.3 - exact).abs() > 1000.0 * tol);
+    let basin = Mixture1d::new(&[(0.3, -1.0, 0.8), (0.7, 1.5, 1.2)]).unwrap();
+    let basin = crate::density::toy::quadrature::mode_masses(&basin, 1.0, grid).unwrap();
+    assert!((basin[0] - exact).abs() > 0.04, "{basin:?} vs {exact}");
 }
 
 #[test]
