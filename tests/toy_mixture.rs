@@ -209,15 +209,16 @@ fn bad_mixture_tables_exit_2_with_one_line() {
 fn the_example_mixture_configs_run() {
     let dir = tmp("example-mixtures");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
-    for (file, method) in [
-        ("toy-mixture-2d.toml", "quadrature"),
-        ("toy-mixture-3d.toml", "monte_carlo"),
-    ] {
-        let out = dir.join(file);
+    // A short run of an example config with `sampler`; its summary.
+    let run = |file: &str, sampler: &str| {
+        let out = dir.join(format!("{file}-{sampler}"));
+        let config = root.join(file);
         succeeds(&[
             "toy",
             "--config",
-            root.join(file).to_str().unwrap(),
+            config.to_str().unwrap(),
+            "--sampler",
+            sampler,
             "--iters",
             "2000",
             "--chains",
@@ -226,7 +227,13 @@ fn the_example_mixture_configs_run() {
             out.to_str().unwrap(),
             "--quiet",
         ]);
-        let s = summary(&out);
+        summary(&out)
+    };
+    for (file, method) in [
+        ("toy-mixture-2d.toml", "quadrature"),
+        ("toy-mixture-3d.toml", "monte_carlo"),
+    ] {
+        let s = run(file, "sgld");
         assert_eq!(s["exact_method"]["method"], method, "{file}");
         let exact = floats(&s["exact_mode_masses"]);
         assert_eq!(exact.len(), 3, "{file}");
@@ -237,22 +244,7 @@ fn the_example_mixture_configs_run() {
     }
     // A contour sampler on the 3-D example: theta's exact energy-bin masses come with
     // standard errors.
-    let out = dir.join("csgld-3d");
-    succeeds(&[
-        "toy",
-        "--config",
-        root.join("toy-mixture-3d.toml").to_str().unwrap(),
-        "--sampler",
-        "csgld",
-        "--iters",
-        "2000",
-        "--chains",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    let s = summary(&out);
+    let s = run("toy-mixture-3d.toml", "csgld");
     let (exact, se) = (floats(&s["theta_exact"]), floats(&s["theta_exact_se"]));
     assert_eq!(exact.len(), se.len());
     assert!((exact.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{exact:?}");
