@@ -186,7 +186,10 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
     macro_rules! set {
         ($($field:ident),*) => { $( if let Some(v) = &a.$field { cfg.$field = v.clone(); } )* };
     }
-    set!(target, chains, iters, seed, device, thin);
+    set!(chains, iters, seed, device, thin);
+    if let Some(t) = &a.target {
+        cfg.target = t.as_str().into();
+    }
     if let Some(b) = a.burn_in {
         cfg.burn_in = Some(b);
     }
@@ -222,6 +225,9 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
             cfg.target, cfg.sampler.name, cfg.seed
         ))
     });
+    if let Some(note) = cfg.target.note() {
+        println!("{note}");
+    }
     let outcome = toy::run_toy(&cfg, !a.quiet)?;
     let summary = toy::report::summarize(&cfg, &outcome)?;
     toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;
@@ -251,6 +257,10 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
                 .map(|v| (v * 1000.0).round() / 1000.0)
                 .collect::<Vec<_>>()
         );
+        if let Some(se) = &summary.exact_mode_mass_se {
+            let max = se.iter().copied().fold(0.0, f64::max);
+            println!("(exact by Monte Carlo, standard error <= {max:.1e})");
+        }
         println!("L1 error {l1:.3}");
     }
     println!("wrote {}", out.display());

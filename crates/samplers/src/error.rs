@@ -74,6 +74,101 @@ pub enum TargetError {
     /// Shapes of the parameters or the batch do not match the target.
     #[error("shape mismatch: {0}")]
     Shape(String),
+    /// A Gaussian mixture's parameters are invalid.
+    #[error(transparent)]
+    Mixture(#[from] MixtureError),
+}
+
+/// Why a Gaussian mixture cannot be built. Components are numbered from 1 in messages, as a
+/// reader counts the entries of a TOML list.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum MixtureError {
+    /// No components.
+    #[error("a mixture needs at least one component")]
+    Empty,
+    /// Means with no coordinates.
+    #[error("means need at least one coordinate")]
+    ZeroDimension,
+    /// A per-component list whose length is not the number of components.
+    #[error("{what} has {got} entries for {expected} components (one per mean)")]
+    Count {
+        /// Which list (`weights`, `sd`, `cov`).
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The number of means.
+        expected: usize,
+    },
+    /// A vector or matrix whose size is not the dimension.
+    #[error("component {}: {what} has {got} entries, expected {expected} (dimension {dim})", .component + 1)]
+    Size {
+        /// Component index (0-based).
+        component: usize,
+        /// Which parameter (`mean`, `sd`, `cov`, `cov row`).
+        what: &'static str,
+        /// Its length.
+        got: usize,
+        /// The length it must have.
+        expected: usize,
+        /// The dimension (length of the first mean).
+        dim: usize,
+    },
+    /// A weight that is not a finite positive number.
+    #[error("component {}: weight {value} must be finite and > 0", .component + 1)]
+    Weight {
+        /// Component index (0-based).
+        component: usize,
+        /// The weight.
+        value: f64,
+    },
+    /// A NaN or infinite entry.
+    #[error("component {}: {what} has a non-finite entry ({value})", .component + 1)]
+    NonFinite {
+        /// Component index (0-based).
+        component: usize,
+        /// Which parameter.
+        what: &'static str,
+        /// The entry.
+        value: f64,
+    },
+    /// A standard deviation that is not positive.
+    #[error("component {}: standard deviation {value} must be > 0", .component + 1)]
+    Sd {
+        /// Component index (0-based).
+        component: usize,
+        /// The standard deviation.
+        value: f64,
+    },
+    /// A covariance with `C_ij != C_ji`.
+    #[error(
+        "component {}: covariance is not symmetric (entry [{i}][{j}] = {a}, [{j}][{i}] = {b})",
+        .component + 1
+    )]
+    NotSymmetric {
+        /// Component index (0-based).
+        component: usize,
+        /// Row of the upper entry.
+        i: usize,
+        /// Column of the upper entry.
+        j: usize,
+        /// `C_ij`.
+        a: f64,
+        /// `C_ji`.
+        b: f64,
+    },
+    /// A covariance whose Cholesky factorisation meets a non-positive pivot.
+    #[error(
+        "component {}: covariance is not positive definite (Cholesky pivot {pivot} at row {row})",
+        .component + 1
+    )]
+    NotPositiveDefinite {
+        /// Component index (0-based).
+        component: usize,
+        /// Row of the failing pivot (0-based).
+        row: usize,
+        /// `C_rr - sum_k L_rk^2`, which must be > 0.
+        pivot: f64,
+    },
 }
 
 /// Checks a hyper-parameter and builds the error in one line.

@@ -31,4 +31,4 @@ pub mod registry;
 pub mod rng;
 pub mod sampler;
 
-pub use error::{SamplerError, TargetError};
+pub use error::{MixtureError, SamplerError, TargetError};

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::density::toy::Noise;
 use sgmcmc_samplers::registry::SamplerSettings;
 
+use super::target_spec::TargetChoice;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 
@@ -22,8 +23,9 @@ pub enum Init {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToyConfig {
-    /// Target name (`sgmcmc toy --list`).
-    pub target: String,
+    /// Target: a name (`sgmcmc toy --list`) or a `[target]` table describing the user's own
+    /// density (a Gaussian mixture, see [`super::target_spec`]).
+    pub target: TargetChoice,
     /// The sampler (`sgmcmc toy --list` names them) and its hyper-parameters.
     pub sampler: SamplerSettings,
     /// Number of chains.

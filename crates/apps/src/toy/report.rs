@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use sgmcmc_samplers::control::RandomField;
-use sgmcmc_samplers::density::toy::energy_bins::energy_bin_masses;
+use sgmcmc_samplers::density::toy::exact_masses::{self, ExactMethod};
 use sgmcmc_samplers::density::toy::quadrature;
 use sgmcmc_samplers::diagnostics::{ess, split_rhat};
 
@@ -41,8 +41,13 @@ pub struct ToySummary {
     pub mode_mass_se: Option<Vec<f64>>,
     /// Unweighted fraction of samples per mode (contour samplers visit a flattened law).
     pub raw_mode_masses: Option<Vec<f64>>,
-    /// Exact mode masses by quadrature at the run's temperature.
+    /// Exact mode masses at the run's temperature (quadrature, or Monte Carlo above 2-D).
     pub exact_mode_masses: Option<Vec<f64>>,
+    /// Standard error of each exact mode mass when it comes from Monte Carlo.
+    pub exact_mode_mass_se: Option<Vec<f64>>,
+    /// How the exact values were computed (`quadrature` with its grid, or `monte_carlo` with
+    /// its draws).
+    pub exact_method: Option<ExactMethod>,
     /// `sum_i |mode_masses_i - exact_i|`.
     pub mode_mass_l1: Option<f64>,
     /// Split R-hat of the first coordinate across chains.
@@ -54,8 +59,10 @@ pub struct ToySummary {
     /// What theta estimates, read off it: the bin masses (`power`: theta; `interacting`:
     /// theta^zeta normalised) or the energy CDF (`cumulative`: theta^zeta).
     pub theta_estimate: Option<Vec<f64>>,
-    /// The exact value of `theta_estimate` by quadrature (bin masses, or their running sums).
+    /// The exact value of `theta_estimate` (bin masses, or their running sums).
     pub theta_exact: Option<Vec<f64>>,
+    /// Standard error of each `theta_exact` entry when it comes from Monte Carlo.
+    pub theta_exact_se: Option<Vec<f64>>,
     /// `max_i |theta_estimate_i - theta_exact_i|`.
     pub theta_max_error: Option<f64>,
     /// Moves with a negative gradient multiplier (contour samplers).
@@ -67,21 +74,32 @@ pub struct ToySummary {
 /// Builds the summary of an outcome.
 pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppError> {
     let potential = out.target.potential();
-    let grid = quadrature::default_grid(potential);
-    let exact_mean = potential
-        .support()
-        .map(|_| quadrature::mean(potential, cfg.target_temperature(), grid))
-        .transpose()?;
+    let method = ExactMethod::for_potential(potential, cfg.target.exact_draws());
+    let exact_mean = match method {
+        Some(ExactMethod::Quadrature { grid }) => {
+            Some(quadrature::mean(potential, cfg.target_temperature(), grid)?)
+        }
+        _ => None,
+    };
     // Weighted estimates target pi at the reweighting temperature.
     let tau = cfg.target_temperature();
-    let (mode_masses, mode_mass_se, exact, l1, labels) = match (&out.modes, potential.modes()) {
-        (Some(traces), Some(map)) => {
-            let (m, se) = traces.masses();
-            let exact = quadrature::mode_masses(potential, tau, grid)?;
-            let l1 = m.iter().zip(&exact).map(|(a, b)| (a - b).abs()).sum();
-            (Some(m), Some(se), Some(exact), Some(l1), Some(map.labels()))
-        }
-        _ => (None, None, None, None, None),
+    let (mode_masses, mode_mass_se, exact, l1, labels) =
+        match (&out.modes, potential.modes(), method) {
+            (Some(traces), Some(map), Some(method)) => {
+                let (m, se) = traces.masses();
+                let exact = exact_masses::mode_masses(potential, tau, method)?;
+                let l1 = m
+                    .iter()
+                    .zip(&exact.masses)
+                    .map(|(a, b)| (a - b).abs())
+                    .sum();
+                (Some(m), Some(se), Some(exact), Some(l1), Some(map.labels()))
+            }
+            _ => (None, None, None, None, None),
+        };
+    let (exact_mode_masses, exact_mode_mass_se) = match exact {
+        Some(e) => (Some(e.masses), e.se),
+        None => (None, None),
     };
     let contour = out.theta.is_some();
     let raw_mode_masses = out
@@ -89,9 +107,9 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         .as_ref()
         .filter(|_| contour)
         .map(|t| t.raw_masses());
-    let (theta_estimate, theta_exact) = match theta_check(cfg, out)? {
-        Some((e, x)) => (Some(e), Some(x)),
-        None => (None, None),
+    let (theta_estimate, theta_exact, theta_exact_se) = match theta_check(cfg, out, method)? {
+        Some((e, x, se)) => (Some(e), Some(x), se),
+        None => (None, None, None),
     };
     let theta_max_error = theta_estimate
         .as_ref()
@@ -106,7 +124,7 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
     Ok(ToySummary {
         header: RunHeader {
             sampler: cfg.sampler.name.clone(),
-            target: cfg.target.clone(),
+            target: cfg.target.to_string(),
             seed: cfg.seed,
             device: cfg.device.to_string(),
             wall_seconds: out.wall_seconds,
@@ -122,43 +140,45 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         mode_masses,
         mode_mass_se,
         raw_mode_masses,
-        exact_mode_masses: exact,
+        exact_mode_masses,
+        exact_mode_mass_se,
+        exact_method: method,
         mode_mass_l1: l1,
         rhat_x0: split_rhat(&out.x0.chains),
         ess_x0: ess(&out.x0.chains),
         theta: out.theta.clone(),
         theta_estimate,
         theta_exact,
+        theta_exact_se,
         theta_max_error,
         bouncy_moves: out.bouncy_moves,
         replica: out.replica.clone(),
     })
 }
 
-/// `(estimate, exact)` vectors.
-type ThetaCheck = Option<(Vec<f64>, Vec<f64>)>;
+/// `(estimate, exact, standard error of exact)` vectors.
+type ThetaCheck = Option<(Vec<f64>, Vec<f64>, Option<Vec<f64>>)>;
 
 /// The estimate theta makes of the energy-bin masses (or CDF) and its exact value, for
-/// contour runs on 1-D and 2-D targets.
-fn theta_check(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ThetaCheck, AppError> {
-    let (Some(theta), Some(c), Some(_)) =
-        (&out.theta, &out.contour, out.target.potential().support())
-    else {
+/// contour runs on targets with exact masses.
+fn theta_check(
+    cfg: &ToyConfig,
+    out: &ToyOutcome,
+    method: Option<ExactMethod>,
+) -> Result<ThetaCheck, AppError> {
+    let (Some(theta), Some(c), Some(method)) = (&out.theta, &out.contour, method) else {
         return Ok(None);
     };
     let potential = out.target.potential();
-    let masses = energy_bin_masses(
-        potential,
-        cfg.sampler.temperature,
-        quadrature::default_grid(potential),
-        &c.partition,
-    )?;
+    let exact =
+        exact_masses::energy_bin_masses(potential, cfg.sampler.temperature, method, &c.partition)?;
+    let masses = exact.masses;
     let powered: Vec<f64> = theta.iter().map(|t| t.powf(c.zeta)).collect();
     Ok(Some(match c.field {
-        RandomField::Power => (theta.clone(), masses),
+        RandomField::Power => (theta.clone(), masses, exact.se),
         RandomField::Interacting => {
             let s: f64 = powered.iter().sum();
-            (powered.iter().map(|v| v / s).collect(), masses)
+            (powered.iter().map(|v| v / s).collect(), masses, exact.se)
         }
         RandomField::Cumulative => {
             let cdf = masses
@@ -168,7 +188,7 @@ fn theta_check(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ThetaCheck, AppError
                     Some(*acc)
                 })
                 .collect();
-            (powered, cdf)
+            (powered, cdf, exact.cdf_se)
         }
     }))
 }

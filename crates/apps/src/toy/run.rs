@@ -70,16 +70,23 @@ impl ToyPoints for Vec<Particles> {
     }
 }
 
-/// The lowest energy on a grid over the target's support (or at the starting points), which
-/// places the default energy partition.
+/// The lowest energy on a grid over a 1-D/2-D target's support (else at the mode centres) or at
+/// the starting points, which places the default energy partition.
 fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
     let p = target.potential();
     let at_starts = starts
         .iter()
         .map(|x| p.energy(x))
         .fold(f64::INFINITY, f64::min);
-    let Some(support) = p.support() else {
-        return at_starts;
+    // Mode centres (a mixture's means) come close to it where no grid goes (above 2-D).
+    let at_centres = p.modes().map_or(f64::INFINITY, |m| {
+        m.centres()
+            .iter()
+            .map(|c| p.energy(c))
+            .fold(f64::INFINITY, f64::min)
+    });
+    let Some(support) = p.support().filter(|s| s.len() <= 2) else {
+        return at_starts.min(at_centres);
     };
     let n = if support.len() == 1 { 20_000 } else { 400 };
     let mut umin = at_starts;
@@ -89,7 +96,7 @@ fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
 
 /// The target of `cfg` with its noise overrides.
 pub fn build_target(cfg: &ToyConfig) -> Result<ToyTarget, AppError> {
-    let target = toy::by_name(&cfg.target)?;
+    let target = cfg.target.build()?;
     let default = *target.noise();
     let noise = NoiseModel {
         energy: cfg.energy_noise.unwrap_or(default.energy),

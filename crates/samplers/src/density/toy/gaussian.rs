@@ -58,21 +58,7 @@ impl Gaussian {
 }
 
 fn is_positive_definite(a: &[f64], d: usize) -> bool {
-    let mut l = vec![0.0; d * d];
-    for i in 0..d {
-        for j in 0..=i {
-            let s: f64 = a[i * d + j] - (0..j).map(|k| l[i * d + k] * l[j * d + k]).sum::<f64>();
-            if i == j {
-                if s.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-                    return false;
-                }
-                l[i * d + i] = s.sqrt();
-            } else {
-                l[i * d + j] = s / l[j * d + j];
-            }
-        }
-    }
-    true
+    super::covariance::cholesky(a, d).is_ok()
 }
 
 impl Potential for Gaussian {

@@ -3,25 +3,36 @@
 //! A [`Potential`] is an exact energy `U(x)` with its gradient, in plain `f64`; a [`ToyTarget`]
 //! adds the noise that emulates minibatch estimates (`grad U~ = grad U + sigma_g xi`,
 //! `U~ = U + sigma_e xi'`, fresh each call; ALGORITHMS.md). Targets with several modes carry a
-//! [`ModeMap`]; exact mode masses come from numerical integration ([`quadrature`]).
+//! [`ModeMap`]; exact mode masses come from numerical integration ([`quadrature`]) in 1-D and
+//! 2-D, and from Monte Carlo over exact draws ([`monte_carlo`]) above ([`exact_masses`] picks).
 
 pub mod benchmarks;
+pub mod covariance;
 pub mod energy_bins;
+pub mod exact_masses;
 pub mod gaussian;
+pub mod gaussian_mixture;
 pub mod grid_modes;
 pub mod mixture;
+pub mod monte_carlo;
+pub mod nearest_mean;
 pub mod noise;
 pub mod quadrature;
 pub mod registry;
 pub mod rugged;
+#[cfg(test)]
+pub(crate) mod test_math;
 pub mod trig_modes;
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
 pub use benchmarks::{BENCHMARKS, BenchmarkFunction};
+pub use covariance::Covariance;
 pub use gaussian::Gaussian;
+pub use gaussian_mixture::GaussianMixture;
 pub use mixture::Mixture1d;
+pub use monte_carlo::ExactDraws;
 pub use noise::{Noise, NoiseDist, NoiseModel};
 pub use registry::{TARGET_NAMES, by_name};
 pub use rugged::Rugged;
@@ -39,12 +50,18 @@ pub trait Potential: Debug + Send + Sync {
     /// Writes `grad U(x)` into `grad` and returns `U(x)`.
     fn energy_grad(&self, x: &[f64], grad: &mut [f64]) -> f64;
     /// A box `[lo, hi]` per coordinate outside which `exp(-U)` is negligible (for quadrature
-    /// and plots); `None` (the default) if the target is not meant for 1-D/2-D quadrature.
+    /// of 1-D/2-D targets, plots and uniform starts); `None` (the default) if the target has no
+    /// natural box.
     fn support(&self) -> Option<Vec<(f64, f64)>> {
         None
     }
     /// The partition of the space into modes, if the target has named modes.
     fn modes(&self) -> Option<&dyn ModeMap> {
+        None
+    }
+    /// Exact draws from `exp(-U / tau)` (or an importance proposal), if the target has them:
+    /// Monte Carlo exact values in any dimension.
+    fn exact_draws(&self) -> Option<&dyn ExactDraws> {
         None
     }
 }
