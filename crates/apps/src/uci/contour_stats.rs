@@ -27,6 +27,11 @@ pub struct ContourStats {
     pub effective_models: f64,
     /// Largest entry of `theta` at the end of the run.
     pub theta_max: f64,
+    /// How far `theta` moved over the run: the total-variation distance
+    /// `sum_i |theta_i - theta0_i| / 2` between its final and initial values (0: never moved;
+    /// `theta` normalised like a distribution for the power and interacting fields).
+    #[serde(default)]
+    pub theta_moved: f64,
     /// To first order from the start, how far the multiplier could move over the run (see
     /// `Contour::multiplier_reach`); far below 1, the sampler moves as its base kernel.
     pub psi_reach: f64,
@@ -74,8 +79,8 @@ impl ContourStats {
         self.weight_sq_sum += weight * weight;
     }
 
-    /// Fills the derived fields; `theta` is the final `theta`.
-    pub fn finish(mut self, theta: Option<&[f64]>) -> Self {
+    /// Fills the derived fields; `theta` is the final `theta`, `start` the initial one.
+    pub fn finish(mut self, theta: Option<&[f64]>, start: &[f64]) -> Self {
         self.bin0_fraction = self.bin0_steps as f64 / self.steps_after_burn_in.max(1) as f64;
         self.effective_models = if self.weight_sq_sum > 0.0 {
             self.weight_sum * self.weight_sum / self.weight_sq_sum
@@ -83,6 +88,9 @@ impl ContourStats {
             0.0
         };
         self.theta_max = theta.map_or(f64::NAN, |t| t.iter().copied().fold(0.0, f64::max));
+        self.theta_moved = theta.map_or(f64::NAN, |t| {
+            0.5 * t.iter().zip(start).map(|(a, b)| (a - b).abs()).sum::<f64>()
+        });
         if self.steps_after_burn_in == 0 {
             self.bin_min = 0;
         }
@@ -110,7 +118,8 @@ pub fn describe(runs: &[&ContourStats]) -> Option<String> {
     };
     Some(format!(
         "bins {}..={} after burn-in, psi in [{:.4}, {:.4}], bouncy moves {:.0}, \
-         effective models {:.1}, max theta {:.3}, psi reach {:.1e} (means over {} runs){}",
+         effective models {:.1}, max theta {:.3}, theta moved (TV) {:.3}, psi reach {:.1e} \
+         (means over {} runs){}",
         runs.iter().map(|s| s.bin_min).min().unwrap_or(0),
         runs.iter().map(|s| s.bin_max).max().unwrap_or(0),
         fold(|s| s.psi_min, true),
@@ -118,6 +127,7 @@ pub fn describe(runs: &[&ContourStats]) -> Option<String> {
         mean(|s| s.bouncy_moves as f64),
         mean(|s| s.effective_models),
         mean(|s| s.theta_max),
+        mean(|s| s.theta_moved),
         mean(|s| s.psi_reach),
         runs.len(),
         if fold(|s| s.psi_reach, false) < 0.01 {
@@ -155,13 +165,15 @@ mod tests {
         s.step(&report(0, 1.0, 1), true);
         s.model(1.0);
         s.model(3.0);
-        let s = s.finish(Some(&[0.2, 0.5, 0.3]));
+        let s = s.finish(Some(&[0.2, 0.5, 0.3]), &[1.0 / 3.0; 3]);
         assert_eq!((s.bin_min, s.bin_max), (0, 2));
         assert!((s.bin0_fraction - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!((s.psi_min, s.psi_max, s.bouncy_moves), (-0.5, 3.0, 1));
         // Kish: 16 / 10.
         assert!((s.effective_models - 1.6).abs() < 1e-12);
         assert_eq!(s.theta_max, 0.5);
+        // TV from uniform: (|0.2 - 1/3| + |0.5 - 1/3| + |0.3 - 1/3|) / 2 = 1/6.
+        assert!((s.theta_moved - 1.0 / 6.0).abs() < 1e-12);
         let line = describe(&[&s, &s]).unwrap();
         assert!(
             line.starts_with("bins 0..=2 after burn-in, psi in [-0.5000, 3.0000], bouncy moves 1"),

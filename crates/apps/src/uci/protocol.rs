@@ -527,6 +527,8 @@ where
             stats: sampler.multiplier_reach(total).map(ContourStats::new),
         },
     };
+    // `theta` before the run (a resumed run restores the sampler inside `Run::run`).
+    let theta_start = sampler.theta().map_or(Vec::new(), |t| t.theta().to_vec());
     let mut saver = files
         .filter(|f| f.save_samples)
         .map(|f| SampleSaver::new(f.dir.join("samples")));
@@ -596,7 +598,7 @@ where
         noise_sd: learned.then(|| s.sd / wsum),
         contour: s
             .stats
-            .map(|st| st.finish(sampler.theta().map(|t| t.theta()))),
+            .map(|st| st.finish(sampler.theta().map(|t| t.theta()), &theta_start)),
         predictions: pred,
     })
 }
