@@ -16,7 +16,7 @@
 //! instead of 6,000): a chain takes about 2-3 minutes on an idle 2-core machine.
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::control::ThetaInit;
+use sgmcmc_samplers::control::{ThetaInit, WeightRule};
 use sgmcmc_samplers::registry::{BuildContext, SamplerSettings, SamplerSpec};
 
 use crate::error::AppError;
@@ -91,6 +91,9 @@ pub struct MnistConfig {
     pub checkpoint_every: usize,
     /// Run seed.
     pub seed: u64,
+    /// Importance weights of the contour samplers' model average.
+    #[serde(default)]
+    pub weights: WeightRule,
 }
 
 impl MnistConfig {
@@ -128,6 +131,7 @@ impl MnistConfig {
             burn_fraction: 0.5,
             checkpoint_every: 25,
             seed: 1,
+            weights: WeightRule::Bin,
         };
         match name {
             "paper" => Ok(paper),
@@ -221,6 +225,7 @@ impl MnistConfig {
         s.contour.bins = self.bins;
         s.contour.du = self.du;
         s.contour.u_min = Some(self.u_min);
+        s.contour.weights = self.weights;
         if name != "awsgld" {
             s.contour.theta_init = Some(ThetaInit::Uniform);
         }

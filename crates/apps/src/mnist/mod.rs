@@ -19,6 +19,7 @@ pub mod trajectory;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use sgmcmc_samplers::control::WeightRule;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
@@ -38,6 +39,27 @@ pub const STORY: &[&str] = &[
     "icsgld",
     "awsgld",
 ];
+
+/// `--bma-weights`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BmaWeights {
+    /// `theta[J]^zeta`.
+    Bin,
+    /// `Psi_theta(U)^zeta`.
+    Interpolated,
+    /// `theta[J]`.
+    Reference,
+}
+
+impl BmaWeights {
+    fn rule(self) -> WeightRule {
+        match self {
+            Self::Bin => WeightRule::Bin,
+            Self::Interpolated => WeightRule::Interpolated,
+            Self::Reference => WeightRule::Reference,
+        }
+    }
+}
 
 /// Options of `sgmcmc mnist`.
 #[derive(Debug, Args)]
@@ -66,6 +88,11 @@ pub struct MnistArgs {
     /// Sampling temperature (overrides the preset).
     #[arg(long)]
     pub temperature: Option<f64>,
+    /// Importance weights of the contour samplers' model average: `bin` (the papers'
+    /// `theta[J]^zeta`, the default), `interpolated`, or `reference` (the reference DNN code's
+    /// `theta[J]`, no power).
+    #[arg(long, value_enum)]
+    pub bma_weights: Option<BmaWeights>,
     /// Evaluate every this many epochs (overrides the preset).
     #[arg(long)]
     pub eval_every: Option<usize>,
@@ -130,6 +157,9 @@ pub fn config_of(a: &MnistArgs, sampler: &str) -> Result<MnistConfig, AppError> 
     }
     if let Some(v) = a.temperature {
         c.temperature = v;
+    }
+    if let Some(v) = a.bma_weights {
+        c.weights = v.rule();
     }
     if let Some(v) = a.eval_every {
         c.eval_every = v;

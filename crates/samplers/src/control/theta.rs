@@ -63,6 +63,11 @@ pub enum WeightRule {
     Bin,
     /// `Psi_theta(U)^zeta`, interpolated inside the bin as the multiplier is.
     Interpolated,
+    /// `theta[J]` without the power and without any tempering factor, 0 in the top bin: the
+    /// reference DNN code's "approximation of importance weights ... since zeta can be too
+    /// large" (ICSGLD and AWSGLD repositories, `sgmcmc.py`). Biased (it does not undo the
+    /// flattening), but it keeps many models in an average where `theta[J]^zeta` leaves one.
+    Reference,
 }
 
 /// Initial `theta`.

@@ -214,13 +214,17 @@ impl<E: Ensemble> Contour<E> {
             )?;
             let u = d.report.energies[p];
             let log_w = match self.config.weights {
-                WeightRule::Bin => self.theta.log_weight(j),
+                WeightRule::Bin | WeightRule::Reference => self.theta.log_weight(j),
                 WeightRule::Interpolated => {
                     let u_bin = bin_energies.map_or(u, |e| e[p]);
                     self.theta.log_flattening(j, partition.offset(j, u_bin))
                 }
             };
-            d.report.log_weights[p] = log_w - reweight * u;
+            d.report.log_weights[p] = match self.config.weights {
+                WeightRule::Reference if j + 1 == partition.m => f64::NEG_INFINITY,
+                WeightRule::Reference => self.theta.theta()[j].ln(),
+                _ => log_w - reweight * u,
+            };
             d.report.weights[p] = d.report.log_weights[p].exp();
         }
         Ok(d.apply(&self.config.base.kernel, phase))
