@@ -137,6 +137,50 @@ pub fn between_chain_se(chains: &[Vec<f64>]) -> f64 {
     (means.iter().map(|m| (m - mu) * (m - mu)).sum::<f64>() / (p - 1.0) / p).sqrt()
 }
 
+/// Sums `(sum w, sum w f)` over `batches` consecutive batches of equal length of a weighted
+/// trace (the tail that does not fill a batch is dropped), for [`ratio_estimate`]. Plain traces
+/// pass weights of 1.
+pub fn batch_sums(weights: &[f64], values: &[f64], batches: usize) -> Vec<(f64, f64)> {
+    let n = weights.len().min(values.len());
+    let len = n / batches.max(1);
+    if len == 0 {
+        return Vec::new();
+    }
+    (0..batches)
+        .map(|b| {
+            let r = b * len..(b + 1) * len;
+            weights[r.clone()]
+                .iter()
+                .zip(&values[r])
+                .fold((0.0, 0.0), |(sw, swf), (w, f)| (sw + w, swf + w * f))
+        })
+        .collect()
+}
+
+/// The self-normalised estimate `r = sum w f / sum w` from batch sums `(sum w, sum w f)` and its
+/// Monte Carlo standard error by batch means: to first order `r - E r` is the mean of
+/// `z_b = (sum_b w f - r sum_b w) / mean_b(sum_b w)`, so `se = sd(z) / sqrt(B)`. Valid when the
+/// batches are much longer than the trace's autocorrelation time (then they are nearly
+/// independent); batches from independent runs can be pooled. NaN with fewer than 2 batches.
+pub fn ratio_estimate(batches: &[(f64, f64)]) -> (f64, f64) {
+    let b = batches.len() as f64;
+    let (sw, swf) = batches
+        .iter()
+        .fold((0.0, 0.0), |(a, c), (w, wf)| (a + w, c + wf));
+    let r = swf / sw;
+    if batches.len() < 2 {
+        return (r, f64::NAN);
+    }
+    let mean_w = sw / b;
+    let z: Vec<f64> = batches
+        .iter()
+        .map(|(w, wf)| (wf - r * w) / mean_w)
+        .collect();
+    let zm = z.iter().sum::<f64>() / b;
+    let var = z.iter().map(|v| (v - zm) * (v - zm)).sum::<f64>() / (b - 1.0);
+    (r, (var / b).sqrt())
+}
+
 fn mean(x: &[f64]) -> f64 {
     x.iter().sum::<f64>() / x.len() as f64
 }
@@ -225,6 +269,37 @@ mod tests {
                 fast[t]
             );
         }
+    }
+
+    #[test]
+    fn batch_means_estimate_the_error_of_a_weighted_mean() {
+        // AR(1) values (phi 0.5, unit variance, autocorrelation time 3) with weights 1 and 3 on
+        // alternating samples: the weighted mean's variance is about tau_w var / n_eff with
+        // n_eff = Kish's n / 1.25 here; check the batch-means se against the spread of 200
+        // independent replicates (relative accuracy ~10% at 40 batches; allow 30%).
+        let reps: Vec<(f64, f64)> = (0..200)
+            .map(|r| {
+                let mut rng = ChainRng::new(5, r);
+                let mut x = 0.0;
+                let (w, f): (Vec<f64>, Vec<f64>) = (0..20_000)
+                    .map(|k| {
+                        x = 0.5 * x + 0.75f64.sqrt() * rng.normal();
+                        (if k % 2 == 0 { 1.0 } else { 3.0 }, x)
+                    })
+                    .unzip();
+                ratio_estimate(&batch_sums(&w, &f, 40))
+            })
+            .collect();
+        let m = reps.iter().map(|r| r.0).sum::<f64>() / 200.0;
+        let sd = (reps.iter().map(|r| (r.0 - m).powi(2)).sum::<f64>() / 199.0).sqrt();
+        let se = reps.iter().map(|r| r.1).sum::<f64>() / 200.0;
+        assert!(
+            (se / sd - 1.0).abs() < 0.3,
+            "batch se {se} vs replicate sd {sd}"
+        );
+        assert!(m.abs() < 5.0 * sd / 200f64.sqrt(), "mean {m}");
+        assert_eq!(batch_sums(&[1.0], &[1.0], 4), Vec::new());
+        assert!(ratio_estimate(&[(1.0, 2.0)]).1.is_nan());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod benchmarks;
 pub mod energy_bins;
+pub mod equilibrium;
 pub mod gaussian;
 pub mod grid_modes;
 pub mod mixture;
