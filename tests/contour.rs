@@ -3,6 +3,7 @@
 //! settings are caught.
 
 use sgmcmc::samplers::SamplerError;
+use sgmcmc::samplers::collect::ModeTraces;
 use sgmcmc::samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit,
 };
@@ -10,6 +11,9 @@ use sgmcmc::samplers::density::toy::{by_name, quadrature};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
+
+/// Standard errors allowed between an estimate and its exact value.
+const Z: f64 = 4.5;
 
 fn csgld(
     field: RandomField,
@@ -54,62 +58,80 @@ fn nine_mode(field: RandomField) -> ContourConfig {
     )
 }
 
-/// Weighted and raw mode masses of 4 independent single-chain runs of 4e5 steps.
-fn nine_mode_masses(field: RandomField) -> (Vec<f64>, Vec<f64>) {
+/// Mode (and mode-class) traces of 4 independent single-chain runs of 4e5 steps (2e4 burn-in,
+/// every 10th step: consecutive steps at lr 1e-3 are nearly equal).
+fn nine_mode_traces(field: RandomField) -> (ModeTraces, ModeTraces) {
     let target = by_name("nine-mode").unwrap();
     let map = target.potential().modes().unwrap();
-    let (mut w, mut raw) = (vec![0.0; 9], vec![0.0; 9]);
+    let (mut modes, mut classes) = (ModeTraces::new(9, 4), ModeTraces::new(3, 4));
     for seed in 0..4 {
         let ens = HostEnsemble::new(target.clone(), &[vec![2.0, 2.0]], 70 + seed).unwrap();
         let mut s = Contour::new(nine_mode(field), ens).unwrap();
-        let (mut wr, mut rr) = (vec![0.0; 9], vec![0.0; 9]);
         for k in 0..400_000u64 {
             let x = s.ensemble().positions().to_vec();
             let weight = s.step(&()).unwrap().weights[0];
-            if k >= 20_000 {
+            if k >= 20_000 && k % 10 == 0 {
                 let m = map.mode_of(&x);
-                wr[m] += weight;
-                rr[m] += 1.0;
+                modes.push_weighted(seed as usize, m, weight);
+                classes.push_weighted(seed as usize, class(m), weight);
             }
         }
-        let (tw, tr): (f64, f64) = (wr.iter().sum(), rr.iter().sum());
-        for i in 0..9 {
-            w[i] += wr[i] / tw / 4.0;
-            raw[i] += rr[i] / tr / 4.0;
-        }
     }
-    (w, raw)
+    (modes, classes)
+}
+
+/// The class of a mode of the 3 x 3 grid: 0 corner, 1 edge, 2 centre.
+fn class(mode: usize) -> usize {
+    match mode {
+        4 => 2,
+        m if m % 2 == 1 => 1,
+        _ => 0,
+    }
 }
 
 #[test]
-fn weighted_nine_mode_masses_approach_the_exact_ones_and_raw_samples_are_flatter() {
-    // The authors' code reaches L1 ~0.18 after 4e5 steps of one chain; raw samples are flatter
-    // (centre ~0.28, corners ~0.09). Averaging 4 chains, the weighted L1 must be below 0.15 and
-    // below the raw L1; the raw corners must carry more than their exact mass 0.049.
+fn weighted_nine_mode_masses_match_the_exact_ones_and_raw_samples_do_not() {
+    // Each weighted mode mass must lie within 4.5 Monte Carlo standard errors of its exact
+    // value (the error of the ratio estimator from the ESS of its linearised trace over the 4
+    // independent chains, `ModeTraces::masses`: 0.008-0.03; measured within 1.9 se). The raw
+    // (unweighted) samples are the plausible wrong answer: they follow the flattened law, with
+    // corners at 0.06-0.09 against 0.049. Per mode they are not resolved at this length (2-4.5
+    // se), but pooled into corners, edges and centre they must lie outside the weighted band
+    // (measured: corners 0.28 and 0.31 against 0.198, 6-7 se).
     let exact =
         quadrature::mode_masses(by_name("nine-mode").unwrap().potential(), 1.0, 1000).unwrap();
-    let l1 = |m: &[f64]| {
-        m.iter()
-            .zip(&exact)
-            .map(|(a, b)| (a - b).abs())
-            .sum::<f64>()
-    };
+    let mut exact_class = [0.0; 3];
+    for (m, e) in exact.iter().enumerate() {
+        exact_class[class(m)] += e;
+    }
     for field in [RandomField::Power, RandomField::Interacting] {
-        let (w, raw) = nine_mode_masses(field);
+        let (modes, classes) = nine_mode_traces(field);
+        let (w, se) = modes.masses();
+        let z_modes = (0..9)
+            .map(|i| (w[i] - exact[i]).abs() / se[i])
+            .fold(0.0, f64::max);
+        let (wc, sec) = classes.masses();
+        let raw = classes.raw_masses();
+        let z_class = (0..3)
+            .map(|c| (wc[c] - exact_class[c]).abs() / sec[c])
+            .fold(0.0, f64::max);
+        let z_raw = (0..3)
+            .map(|c| (raw[c] - exact_class[c]).abs() / sec[c])
+            .fold(0.0, f64::max);
         println!(
-            "{field:?}: weighted L1 {:.3}, raw L1 {:.3}, raw corners {:?}",
-            l1(&w),
-            l1(&raw),
-            [raw[0], raw[2], raw[6], raw[8]]
+            "{field:?}: worst |z| of the weighted modes {z_modes:.1}, classes {z_class:.1}; \
+             (corner, edge, centre) weighted {wc:.3?} +- {sec:.3?}, raw {raw:.3?}, exact \
+             {exact_class:.3?}: raw {z_raw:.1} se off"
         );
-        assert!(l1(&w) < 0.15, "{field:?}: weighted L1 {}", l1(&w));
-        assert!(l1(&w) < l1(&raw), "{field:?}: weighting did not help");
-        let corners = (raw[0] + raw[2] + raw[6] + raw[8]) / 4.0;
         assert!(
-            corners > exact[0],
-            "{field:?}: raw corners {corners} not flatter than {}",
-            exact[0]
+            z_modes < Z,
+            "{field:?}: a weighted mode mass {z_modes:.1} se off"
         );
+        assert!(
+            z_class < Z,
+            "{field:?}: a weighted class mass {z_class:.1} se off"
+        );
+        assert!(z_raw > Z, "{field:?}: raw masses within {z_raw:.1} se");
     }
 }
 

@@ -2,55 +2,84 @@
 //! steps) against SGLD x P5, cycSGLD x T5 and CSGLD x T5 (one chain x 4e5 steps), scored by the
 //! L1 error of the 25 importance-weighted mode masses against quadrature.
 //!
-//! The thesis scores by a KL divergence over 20 repeats; the mode-mass L1 over 8 seeds is a
-//! cheaper proxy. reSGLD x P5 (rung-0 samples, taus 1..5) is not in the assertion: it is far
-//! better than all four here (mean L1 about 0.09), against the thesis' ordering; the test prints
-//! it. Seed-to-seed sd of the L1 error is about 0.045 for every
-//! method, so the standard error of each 8-seed mean is about 0.016: the ordering is asserted
-//! for means, with the margins printed.
+//! The thesis scores by a KL divergence over 20 repeats; the mode-mass L1 over seeds is a
+//! cheaper proxy. Its seed-to-seed sd is 0.035-0.08 depending on the method, and every
+//! comparison below is asserted with a margin of 4.5 standard errors of the difference of
+//! means (sd / sqrt(seeds) from the seeds themselves).
+//!
+//! What this budget resolves (20 seeds per method, measured once): ICSGLD 0.212 +- 0.012,
+//! SGLD 0.274 +- 0.013, CSGLD 0.256 +- 0.008, cycSGLD 0.381 +- 0.018. ICSGLD's lead over
+//! cycSGLD is 8 se; over SGLD and CSGLD it is 3.6 and 3.1 se at 20 seeds, and resolving it at
+//! 4.5 se would take about 40 seeds per method (some 40 s), so for those two the test only
+//! asserts that ICSGLD is not worse. reSGLD x P5 (rung-0 samples, taus 1..5) is far better
+//! than all four (mean L1 about 0.09), against the thesis' ordering; it is not run here.
 
 use sgmcmc::apps::toy::{preset, run_toy};
 use sgmcmc::samplers::density::toy::{by_name, quadrature};
 
-fn mean_l1(name: &str, seeds: u64, exact: &[f64]) -> f64 {
+/// Standard errors of a difference of means required between two methods.
+const Z: f64 = 4.5;
+
+/// Per-seed L1 errors of the weighted and of the raw (unweighted) mode masses.
+fn l1_errors(name: &str, seeds: u64, exact: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let l1 = |m: &[f64]| -> f64 { m.iter().zip(exact).map(|(a, b)| (a - b).abs()).sum() };
     (1..=seeds)
         .map(|seed| {
             let mut cfg = preset(name).unwrap();
             cfg.seed = seed;
-            let out = run_toy(&cfg, false).unwrap();
-            let masses = out.modes.unwrap().point_masses();
-            masses
-                .iter()
-                .zip(exact)
-                .map(|(a, b)| (a - b).abs())
-                .sum::<f64>()
+            let modes = run_toy(&cfg, false).unwrap().modes.unwrap();
+            (l1(&modes.point_masses()), l1(&modes.raw_masses()))
         })
-        .sum::<f64>()
-        / seeds as f64
+        .unzip()
+}
+
+/// Mean and standard error of independent values.
+fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0);
+    (m, (var / n).sqrt())
 }
 
 #[test]
-fn icsgld_has_the_lowest_mode_mass_error_at_equal_budget() {
-    let seeds = 8;
+fn icsgld_beats_its_raw_samples_and_cyclical_sgld_at_equal_budget() {
     let target = by_name("twenty-five-mode").unwrap();
     let exact = quadrature::mode_masses(target.potential(), 1.0, 1000).unwrap();
-    let ic = mean_l1("twenty-five-mode-icsgld", seeds, &exact);
+    let (ic, ic_raw) = l1_errors("twenty-five-mode-icsgld", 12, &exact);
+    let (ic_mean, ic_se) = mean_se(&ic);
+    // The plausible wrong answer: ICSGLD's samples without their weights (the flattened law),
+    // paired seed by seed with the weighted estimate of the same run.
+    let gain: Vec<f64> = ic_raw.iter().zip(&ic).map(|(r, w)| r - w).collect();
+    let (gain_mean, gain_se) = mean_se(&gain);
+    let cyc = mean_se(&l1_errors("twenty-five-mode-cycsgld", 12, &exact).0);
     let others = [
-        ("SGLD x P5", mean_l1("twenty-five-mode-sgld", seeds, &exact)),
         (
-            "cycSGLD x T5",
-            mean_l1("twenty-five-mode-cycsgld", seeds, &exact),
+            "SGLD x P5",
+            mean_se(&l1_errors("twenty-five-mode-sgld", 8, &exact).0),
         ),
         (
             "CSGLD x T5",
-            mean_l1("twenty-five-mode-csgld", seeds, &exact),
+            mean_se(&l1_errors("twenty-five-mode-csgld", 8, &exact).0),
         ),
     ];
-    let re = mean_l1("twenty-five-mode-resgld", seeds, &exact);
     println!(
-        "mean mode-mass L1 over {seeds} seeds: ICSGLD x P5 {ic:.3}, {others:?}, reSGLD x P5 {re:.3}"
+        "mean mode-mass L1: ICSGLD x P5 {ic_mean:.3} +- {ic_se:.3} (its raw samples {:.3} \
+         higher +- {gain_se:.3}), cycSGLD x T5 {:.3} +- {:.3}, {others:.3?}",
+        gain_mean, cyc.0, cyc.1
     );
-    for (name, l1) in others {
-        assert!(ic < l1, "ICSGLD {ic} vs {name} {l1}");
+    assert!(
+        gain_mean > Z * gain_se,
+        "weights gain {gain_mean} +- {gain_se}"
+    );
+    let se = |other: f64| (ic_se * ic_se + other * other).sqrt();
+    assert!(
+        cyc.0 - ic_mean > Z * se(cyc.1),
+        "ICSGLD {ic_mean} vs cycSGLD {cyc:?}"
+    );
+    for (name, (l1, l1_se)) in others {
+        assert!(
+            ic_mean < l1 + Z * se(l1_se),
+            "ICSGLD {ic_mean} worse than {name} {l1} +- {l1_se}"
+        );
     }
 }

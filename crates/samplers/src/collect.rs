@@ -2,6 +2,7 @@
 //! (plain weights, or log weights for importance weights that span many orders of magnitude).
 
 use crate::control::Phase;
+use crate::diagnostics::{Coupling, weighted_mean_se};
 use crate::sampler::StepReport;
 
 /// Which steps yield samples: after `burn_in` steps, every `thin`-th step, and only in the
@@ -192,6 +193,7 @@ pub struct ModeTraces {
     n_modes: usize,
     chains: Vec<Vec<u16>>,
     weights: Vec<Vec<f64>>,
+    coupling: Coupling,
 }
 
 impl ModeTraces {
@@ -201,7 +203,20 @@ impl ModeTraces {
             n_modes,
             chains: vec![Vec::new(); chains],
             weights: vec![Vec::new(); chains],
+            coupling: Coupling::Independent,
         }
+    }
+
+    /// The same traces with their chains counted as `coupling` for standard errors
+    /// ([`Coupling::Shared`] for the chains of a contour sampler, which share `theta`).
+    pub fn with_coupling(mut self, coupling: Coupling) -> Self {
+        self.coupling = coupling;
+        self
+    }
+
+    /// How the chains are counted.
+    pub fn coupling(&self) -> Coupling {
+        self.coupling
     }
 
     /// Records the mode of chain `p`'s current sample (weight 1).
@@ -238,11 +253,11 @@ impl ModeTraces {
     }
 
     /// Importance-weighted mode masses `sum w 1{mode = i} / sum w` with their Monte Carlo
-    /// standard errors (plain fractions when every weight is 1). The error of the ratio
-    /// estimator is that of the mean of `z_t = w_t (1{m_t = i} - mass_i) / mean(w)`:
-    /// `sd / sqrt(ESS)` of the z traces for fewer than 32 chains, the spread of the per-chain
-    /// means `sd_p / sqrt(P)` for 32 or more independent chains (valid whatever their mixing,
-    /// and O(samples) instead of an FFT per chain).
+    /// standard errors (plain fractions when every weight is 1), from
+    /// [`crate::diagnostics::weighted_mean_se`] of the indicator traces: the ESS of the
+    /// linearised traces for fewer than 32 independent chains, the spread of the per-chain means
+    /// for 32 or more (valid whatever their mixing, and O(samples) instead of an FFT per chain),
+    /// and the trace of the chain average for coupled chains, which count as one system.
     pub fn masses(&self) -> (Vec<f64>, Vec<f64>) {
         let masses = self.point_masses();
         let ses = masses
@@ -266,30 +281,13 @@ impl ModeTraces {
         masses.iter().map(|m| m / total).collect()
     }
 
-    /// Monte Carlo standard error of the weighted mass `mass` of mode `i`.
+    /// Monte Carlo standard error of the weighted mass `mass` of mode `i` (0 for a mass of 0
+    /// or 1).
     fn mass_se(&self, i: usize, mass: f64) -> f64 {
-        let total: f64 = self.weights.iter().flatten().sum();
-        let count: usize = self.weights.iter().map(Vec::len).sum();
-        let mean_w = total / count as f64;
-        let hit = |m: u16| f64::from(u8::from(usize::from(m) == i));
-        let z: Vec<Vec<f64>> = self
-            .chains
-            .iter()
-            .zip(&self.weights)
-            .map(|(c, w)| {
-                c.iter()
-                    .zip(w)
-                    .map(|(m, w)| w * (hit(*m) - mass) / mean_w)
-                    .collect()
-            })
-            .collect();
         if !(mass > 0.0 && mass < 1.0) {
-            0.0
-        } else if z.len() >= 32 {
-            crate::diagnostics::between_chain_se(&z)
-        } else {
-            crate::diagnostics::mcse(&z)
+            return 0.0;
         }
+        weighted_mean_se(&self.indicator(i), &self.weights, self.coupling).1
     }
 
     /// The unweighted fraction of samples in each mode (the flattened law a contour sampler

@@ -6,7 +6,7 @@ use serde::Serialize;
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::density::toy::exact_masses::{self, ExactMethod};
 use sgmcmc_samplers::density::toy::quadrature;
-use sgmcmc_samplers::diagnostics::{ess, split_rhat};
+use sgmcmc_samplers::diagnostics::{Coupling, ess, kish_ess, split_rhat, weighted_ess};
 
 use super::config::ToyConfig;
 use super::replica::ReplicaSummary;
@@ -37,7 +37,8 @@ pub struct ToySummary {
     pub mode_labels: Option<Vec<String>>,
     /// Fraction of samples in each mode.
     pub mode_masses: Option<Vec<f64>>,
-    /// Monte Carlo standard error of each mode mass (`sd / sqrt(ESS)`).
+    /// Monte Carlo standard error of each mode mass (`sd / sqrt(ESS)` of the weighted
+    /// estimator; chains counted as `chain_coupling` says).
     pub mode_mass_se: Option<Vec<f64>>,
     /// Unweighted fraction of samples per mode (contour samplers visit a flattened law).
     pub raw_mode_masses: Option<Vec<f64>>,
@@ -50,10 +51,28 @@ pub struct ToySummary {
     pub exact_method: Option<ExactMethod>,
     /// `sum_i |mode_masses_i - exact_i|`.
     pub mode_mass_l1: Option<f64>,
-    /// Split R-hat of the first coordinate across chains.
+    /// Split R-hat of the first coordinate across chains, of the raw samples (for contour
+    /// samplers: the flattened law they visit).
     pub rhat_x0: f64,
-    /// Effective sample size of the first coordinate.
+    /// Effective sample size of the raw (unweighted) first coordinate: the autocorrelation ESS
+    /// of the samples the chains visit, before importance weights, with the chains counted as
+    /// `chain_coupling` says.
     pub ess_x0: f64,
+    /// Effective sample size of the importance-weighted estimates: `ess_x0 * kish_ess / n` over
+    /// the `n` kept samples, the autocorrelation ESS times Kish's efficiency of the weights
+    /// (equal to `ess_x0` for unweighted samplers). It treats the weights as independent of the
+    /// values, which errs on the safe side when they correlate through the energy: on the 1-D
+    /// mixture (`mixture-csgld-quick`) it implies a standard error of the weighted mean of 0.27
+    /// against 0.155 across seeds, where the direct `var_w / se^2` of
+    /// `sgmcmc_samplers::diagnostics::weighted_ess` implies 0.17.
+    pub weighted_ess_x0: f64,
+    /// Kish's effective number of the kept samples' importance weights, `(sum w)^2 / sum w^2`
+    /// (the number of samples for unweighted samplers).
+    pub kish_ess: f64,
+    /// How the chains count in `ess_x0`, `weighted_ess_x0` and `mode_mass_se`: `independent`,
+    /// or `shared` for the chains of a contour sampler, which share `theta` (ICSGLD) and count
+    /// as one dependent system, their errors from the trace of the chain-averaged estimate.
+    pub chain_coupling: Coupling,
     /// Final theta of a contour sampler.
     pub theta: Option<Vec<f64>>,
     /// What theta estimates, read off it: the bin masses (`power`: theta; `interacting`:
@@ -121,6 +140,15 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
                 .fold(0.0, f64::max)
         });
     let steps_per_second = cfg.iters as f64 / out.wall_seconds.max(1e-12);
+    let weights = out.weights.chains.concat();
+    let (kish, kept) = (kish_ess(&weights), weights.len());
+    let raw_ess = match out.coupling {
+        Coupling::Independent => ess(&out.x0.chains),
+        Coupling::Shared => {
+            let ones: Vec<Vec<f64>> = out.x0.chains.iter().map(|c| vec![1.0; c.len()]).collect();
+            weighted_ess(&out.x0.chains, &ones, Coupling::Shared)
+        }
+    };
     Ok(ToySummary {
         header: RunHeader {
             sampler: cfg.sampler.name.clone(),
@@ -145,7 +173,10 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         exact_method: method,
         mode_mass_l1: l1,
         rhat_x0: split_rhat(&out.x0.chains),
-        ess_x0: ess(&out.x0.chains),
+        ess_x0: raw_ess,
+        weighted_ess_x0: raw_ess * kish / kept.max(1) as f64,
+        kish_ess: kish,
+        chain_coupling: out.coupling,
         theta: out.theta.clone(),
         theta_estimate,
         theta_exact,

@@ -7,6 +7,7 @@ use sgmcmc_engine::{Kept, Observer, Progress, Repeat, Run};
 use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::density::toy::{self, NoiseModel, ToyTarget};
+use sgmcmc_samplers::diagnostics::Coupling;
 use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, HostPoints, ModuleEnsemble};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
@@ -27,6 +28,11 @@ pub struct ToyOutcome {
     pub mean: WeightedMean,
     /// First-coordinate traces per chain (for R-hat and ESS).
     pub x0: Traces,
+    /// The importance weight of each sample of `x0` (1 for plain samplers).
+    pub weights: Traces,
+    /// How the chains count for errors: [`Coupling::Shared`] for the chains of a contour
+    /// sampler (they share `theta`), independent otherwise.
+    pub coupling: Coupling,
     /// A thinned subset of the samples, for plots and `samples.csv`.
     pub plot_samples: Vec<Vec<f64>>,
     /// `metrics.csv` rows: step, lr, temperature, energy mean/min/max.
@@ -176,7 +182,12 @@ where
     } else {
         cfg.chains
     };
-    let mut collector = Collector::new(cfg, &target, outputs);
+    let coupling = if contour.is_some() && outputs > 1 {
+        Coupling::Shared
+    } else {
+        Coupling::Independent
+    };
+    let mut collector = Collector::new(cfg, &target, outputs, coupling);
     let c = &mut collector;
     let bar = progress::bar(
         cfg.iters,
@@ -195,6 +206,7 @@ where
         modes,
         mean,
         x0,
+        weights,
         plot_samples,
         metrics,
         theta_trace,
@@ -206,6 +218,8 @@ where
         modes,
         mean,
         x0,
+        weights,
+        coupling,
         plot_samples,
         metrics,
         wall_seconds: report.wall_seconds,
@@ -230,6 +244,7 @@ struct Collector<'t> {
     modes: Option<ModeTraces>,
     mean: WeightedMean,
     x0: Traces,
+    weights: Traces,
     plot_every: usize,
     plot_samples: Vec<Vec<f64>>,
     collections: usize,
@@ -241,17 +256,18 @@ struct Collector<'t> {
 }
 
 impl<'t> Collector<'t> {
-    fn new(cfg: &ToyConfig, target: &'t ToyTarget, outputs: usize) -> Self {
+    fn new(cfg: &ToyConfig, target: &'t ToyTarget, outputs: usize, coupling: Coupling) -> Self {
         let collected_per_chain = (cfg.iters - cfg.burn_in()) / cfg.thin;
         let mode_map = target.potential().modes();
         Self {
             dim: target.dim(),
             chains: cfg.chains,
             iters: cfg.iters,
-            modes: mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs)),
+            modes: mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs).with_coupling(coupling)),
             mode_map,
             mean: WeightedMean::new(target.dim()),
             x0: Traces::new(outputs),
+            weights: Traces::new(outputs),
             // Plot every chain at every `plot_every`-th collection, at most `max_plot_samples`.
             plot_every: (collected_per_chain as usize * cfg.chains)
                 .div_ceil(cfg.max_plot_samples.max(1))
@@ -341,6 +357,8 @@ where
         }
         self.collections += 1;
         self.x0.push(kept.chains.iter().map(|c| pos[c * d]));
+        self.weights
+            .push(kept.chains.iter().map(|&c| kept.report.weights[c]));
         Ok(())
     }
 }

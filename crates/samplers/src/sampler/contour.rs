@@ -15,8 +15,20 @@
 //! (times `exp(-U~ (1/T - 1/tau))` when a target temperature `T` below the sampling temperature
 //! `tau` is set, AWSGLD's reweighting to `pi_T`). With `P > 1` chains all share one `theta`:
 //! with the `interacting` field this is ICSGLD, and only the bins `J_p` cross between chains.
-//! The bin index uses the stochastic energies the ensemble returns; a variance-reduced energy
-//! (thesis eq. E.6) can replace them through [`Contour::step_with_bin_energies`].
+//!
+//! **Which energy.** The bin `J_p`, the interpolated weight and AWSGLD's reweighting factor all
+//! read one energy per chain: the stochastic `U~` the ensemble returns, or a variance-reduced
+//! one the caller supplies ([`Contour::step_with_energy_offsets`]: the control-variate energy
+//! `U~(B | x) + c (U~(B | x^) - U(x^))` of thesis eq. E.6 / 3.5, with the
+//! [`crate::control::ControlVariate`] snapshots; or [`Contour::step_with_energies`]). The
+//! reweighting is where the noise matters most: with `U~ = U + e`, `e ~ N(0, s^2(x))`,
+//! `E[exp(-U~ (1/T - 1/tau)) | x] = exp(-U (1/T - 1/tau)) exp((1/T - 1/tau)^2 s^2(x) / 2)`. The
+//! self-normalised weights cancel that factor only when the noise is homoscedastic (`s` the same
+//! at every `x`); otherwise the weighted law is tilted by `exp(c^2 s^2(x) / 2)`, `c = 1/T -
+//! 1/tau` (for `s^2(x) ∝ x^2` on a Gaussian: a wider law). [`Sampler::step`] assumes
+//! homoscedastic energy noise; supply variance-reduced energies when it is not, or when it is
+//! large against `1 / c` (the bins and `theta` see the noise too, the weights more steeply).
+//! The report's `energies` stay the stochastic ones.
 
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +61,9 @@ pub struct ContourConfig {
     pub scheme: MultiplierScheme,
     /// Optional bounds on the multiplier.
     pub multiplier_clip: Option<(f64, f64)>,
-    /// Target temperature `T <= tau` to reweight to (AWSGLD); `None` = the sampling temperature.
+    /// Target temperature `T <= tau` to reweight to (AWSGLD) by `exp(-U (1/T - 1/tau))`, with
+    /// the step's energy (see the module docs on noisy energies); `None` = the sampling
+    /// temperature.
     pub target_temperature: Option<f64>,
     /// How importance weights read theta.
     #[serde(default)]
@@ -119,6 +133,8 @@ pub struct Contour<E: Ensemble> {
     config: ContourConfig,
     theta: ContourTheta,
     driver: Driver<E>,
+    /// The energies of the current step that bins and weights read.
+    energies: Vec<f64>,
 }
 
 impl<E: Ensemble> Contour<E> {
@@ -137,6 +153,7 @@ impl<E: Ensemble> Contour<E> {
             config,
             theta,
             driver: Driver::new(ensemble, true),
+            energies: Vec::new(),
         })
     }
 
@@ -166,28 +183,65 @@ impl<E: Ensemble> Contour<E> {
         &self.config
     }
 
-    /// One step whose bin indices come from `bin_energies` (one per chain, e.g. variance-reduced
-    /// energies of the same minibatch, thesis eq. E.6) instead of the stochastic energies.
-    pub fn step_with_bin_energies(
+    /// One step that reads `energies` (one per chain, e.g. variance-reduced energies of the
+    /// same minibatch, thesis eq. E.6) instead of the stochastic energies, for the bins, the
+    /// interpolated weights and the reweighting to the target temperature.
+    pub fn step_with_energies(
         &mut self,
         batch: &E::Batch,
-        bin_energies: &[f64],
+        energies: &[f64],
     ) -> Result<&StepReport, SamplerError> {
-        check_finite(bin_energies, self.driver.step)?;
-        self.advance(batch, Some(bin_energies))
+        self.check_supplied(energies)?;
+        self.advance(batch, Supplied::Energies(energies))
+    }
+
+    /// One step that reads each chain's stochastic energy plus `offsets[p]`: with `offsets[p] =
+    /// c (U~(B | x^_p) - U(x^_p))` (a [`crate::control::ControlVariate`]'s offset) the
+    /// control-variate energy of thesis eq. E.6, without evaluating `U~(B | x_p)` twice. Used for
+    /// the bins, the interpolated weights and the reweighting to the target temperature.
+    pub fn step_with_energy_offsets(
+        &mut self,
+        batch: &E::Batch,
+        offsets: &[f64],
+    ) -> Result<&StepReport, SamplerError> {
+        self.check_supplied(offsets)?;
+        self.advance(batch, Supplied::Offsets(offsets))
+    }
+
+    fn check_supplied(&self, values: &[f64]) -> Result<(), SamplerError> {
+        let n = self.driver.coefs.len();
+        if values.len() != n {
+            return Err(SamplerError::InvalidSetting(format!(
+                "{} energies supplied for {n} chains",
+                values.len()
+            )));
+        }
+        check_finite(values, self.driver.step)
     }
 
     fn advance(
         &mut self,
         batch: &E::Batch,
-        bin_energies: Option<&[f64]>,
+        supplied: Supplied<'_>,
     ) -> Result<&StepReport, SamplerError> {
         let d = &mut self.driver;
         let k = d.step;
         d.estimate(batch)?;
         let partition = &self.config.partition;
-        let for_bins = bin_energies.unwrap_or(&d.report.energies);
-        for (b, u) in d.report.bins.iter_mut().zip(for_bins) {
+        let energies = &mut self.energies;
+        energies.clear();
+        energies.extend(
+            d.report
+                .energies
+                .iter()
+                .enumerate()
+                .map(|(p, u)| match supplied {
+                    Supplied::None => *u,
+                    Supplied::Energies(e) => e[p],
+                    Supplied::Offsets(o) => u + o[p],
+                }),
+        );
+        for (b, u) in d.report.bins.iter_mut().zip(energies.iter()) {
             *b = partition.bin(*u);
         }
         if k > 0 {
@@ -198,7 +252,7 @@ impl<E: Ensemble> Contour<E> {
         let reweight = self.config.target_temperature.map_or(0.0, |t| {
             1.0 / t - 1.0 / base.temperature.max(f64::MIN_POSITIVE)
         });
-        for p in 0..d.coefs.len() {
+        for (p, &u) in energies.iter().enumerate() {
             let j = d.report.bins[p];
             let psi = self.theta.multiplier(j, base.temperature, partition.du);
             if psi < 0.0 {
@@ -212,23 +266,29 @@ impl<E: Ensemble> Contour<E> {
                     ..base
                 },
             )?;
-            let u = d.report.energies[p];
-            let log_w = match self.config.weights {
-                WeightRule::Bin | WeightRule::Reference => self.theta.log_weight(j),
-                WeightRule::Interpolated => {
-                    let u_bin = bin_energies.map_or(u, |e| e[p]);
-                    self.theta.log_flattening(j, partition.offset(j, u_bin))
-                }
-            };
             d.report.log_weights[p] = match self.config.weights {
+                WeightRule::Bin => self.theta.log_weight(j) - reweight * u,
+                WeightRule::Interpolated => {
+                    self.theta.log_flattening(j, partition.offset(j, u)) - reweight * u
+                }
                 WeightRule::Reference if j + 1 == partition.m => f64::NEG_INFINITY,
                 WeightRule::Reference => self.theta.theta()[j].ln(),
-                _ => log_w - reweight * u,
             };
             d.report.weights[p] = d.report.log_weights[p].exp();
         }
         Ok(d.apply(&self.config.base.kernel, phase))
     }
+}
+
+/// The energies a step reads besides the ensemble's stochastic ones.
+#[derive(Clone, Copy)]
+enum Supplied<'a> {
+    /// The stochastic energies.
+    None,
+    /// These instead.
+    Energies(&'a [f64]),
+    /// The stochastic energies plus these.
+    Offsets(&'a [f64]),
 }
 
 impl<E: Ensemble> Sampler for Contour<E> {
@@ -244,7 +304,7 @@ impl<E: Ensemble> Sampler for Contour<E> {
     }
 
     fn step(&mut self, batch: &E::Batch) -> Result<&StepReport, SamplerError> {
-        self.advance(batch, None)
+        self.advance(batch, Supplied::None)
     }
 
     fn report(&self) -> &StepReport {

@@ -9,6 +9,7 @@
 pub mod benchmarks;
 pub mod covariance;
 pub mod energy_bins;
+pub mod equilibrium;
 pub mod exact_masses;
 pub mod gaussian;
 pub mod gaussian_mixture;
