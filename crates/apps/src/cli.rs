@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::demo;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
+use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{apply_sets, merge_toml};
 use crate::toy::{self, ToyConfig};
 
@@ -30,7 +31,7 @@ pub enum Command {
     /// Measure toy throughput and sampler overhead (SGLD/SGHMC step vs SGD step).
     Bench(crate::bench::BenchArgs),
     /// Variance-reduced replica exchange on the thesis' data posterior (sec. 3.5.1, Fig. 3.2).
-    VrResgld(crate::vr::VrArgs),
+    VrResgld(VrCommand),
     /// UCI regression benchmark (CSGLD paper Table 1): one dataset and sampler, or `--table`.
     Uci(crate::uci::UciArgs),
     /// MNIST mode exploration (thesis 6.4.1 / 7.2.3): ICSGLD, AWSGLD and baselines on digits 0-4.
@@ -66,6 +67,9 @@ pub struct DemoArgs {
     /// Keep every `thin`-th sample.
     #[arg(long, default_value_t = 10)]
     pub thin: u64,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -120,10 +124,27 @@ pub struct ToyArgs {
     /// Run directory (default runs/toy-TARGET-SAMPLER-sSEED).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// `sgmcmc vr-resgld`: its options and `--force`.
+#[derive(Debug, Args)]
+pub struct VrCommand {
+    /// The study's options.
+    #[command(flatten)]
+    pub args: crate::vr::VrArgs,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
+}
+
+/// The files `sgmcmc vr-resgld` writes into `--out` (see [`crate::vr::run_cli`]).
+pub const VR_FILES: &[&str] = &["summary.json", "variance.csv", "traces.csv", "traces.png"];
 
 /// Parses `args` and runs the command.
 pub fn dispatch<I, T>(args: I) -> Result<(), AppError>
@@ -157,7 +178,10 @@ where
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
         Command::Bench(a) => crate::bench::run(&a),
-        Command::VrResgld(a) => crate::vr::run_cli(&a),
+        Command::VrResgld(a) => {
+            fresh_run_dir(&a.args.out, a.force.force, VR_FILES)?;
+            crate::vr::run_cli(&a.args)
+        }
         Command::Uci(a) => crate::uci::run(&a),
         Command::Data(c) => crate::data_cmd::run(&c),
         Command::Mnist(a) => crate::mnist::run(&a),
@@ -222,6 +246,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
             cfg.target, cfg.sampler.name, cfg.seed
         ))
     });
+    fresh_run_dir(&out, a.force.force, toy::report::FILES)?;
     let outcome = toy::run_toy(&cfg, !a.quiet)?;
     let summary = toy::report::summarize(&cfg, &outcome)?;
     toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;

@@ -23,7 +23,7 @@ use crate::device::DeviceChoice;
 use crate::error::AppError;
 
 pub(crate) use run::predict;
-pub use run::{DigitsConfig, DigitsSummary, network, run_digits};
+pub use run::{DigitsConfig, DigitsSummary, FILES, network, run_digits};
 
 /// Options of `sgmcmc digits`.
 #[derive(Debug, Args)]
@@ -66,6 +66,9 @@ pub struct DigitsArgs {
     /// Run directory.
     #[arg(long, default_value = "runs/digits")]
     pub out: PathBuf,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: crate::output::Force,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
@@ -88,6 +91,7 @@ pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
         seed: a.seed,
         ..DigitsConfig::default()
     };
+    crate::output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     let s = crate::threads::with_threads(a.threads, || {
         run_digits(&config, &dir, &device, &a.out, a.device, !a.quiet)
     })??;

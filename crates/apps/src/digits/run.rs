@@ -371,6 +371,9 @@ pub fn run_digits(
     Ok(summary)
 }
 
+/// What a run writes into its folder.
+pub const FILES: &[&str] = &["summary.json", "bma.csv", "accuracy.png"];
+
 /// `summary.json`, `bma.csv` (step, models, BMA accuracy / NLL / ECE, last model's accuracy)
 /// and `accuracy.png`.
 fn write(out: &Path, summary: &DigitsSummary, rows: &[Vec<f64>]) -> Result<(), AppError> {

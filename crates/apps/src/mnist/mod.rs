@@ -22,7 +22,7 @@ use clap::Args;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
-use crate::output::run_dir;
+use crate::output::{Force, fresh_run_dir};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::{Record, Stop};
@@ -88,6 +88,9 @@ pub struct MnistArgs {
     /// Tensor backend.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
     pub device: DeviceChoice,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
     /// Continue the checkpointed run in this directory.
     #[arg(long)]
     pub resume: Option<PathBuf>,
@@ -104,6 +107,21 @@ pub struct MnistArgs {
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// What one run writes into its folder (the checkpoint, the settings, the tables, figures and
+/// summary of [`report`]).
+pub const FILES: &[&str] = &[
+    "checkpoint.cbor",
+    "config.json",
+    "loss.csv",
+    "loss.png",
+    "multiplier.png",
+    "accuracy.csv",
+    "accuracy.png",
+    "entropy.csv",
+    "entropy_cdf.png",
+    "summary.json",
+];
 
 fn data_dir(a: &MnistArgs) -> PathBuf {
     crate::output::data_root(a.data_dir.as_deref())
@@ -211,7 +229,8 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("runs/mnist-compare"));
-        return compare::compare(&a.compare, &run_dir(&out)?);
+        let out = fresh_run_dir(&out, a.force.force, compare::FILES)?;
+        return compare::compare(&a.compare, &out);
     }
     if a.trajectory {
         let out = a
@@ -230,7 +249,8 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         if let Some(n) = a.train_per_class {
             s.per_class = n.max(1);
         }
-        return trajectory::trajectory(&data_dir(a), &a.preset, &s, &run_dir(&out)?, &device);
+        let out = fresh_run_dir(&out, a.force.force, trajectory::FILES)?;
+        return trajectory::trajectory(&data_dir(a), &a.preset, &s, &out, &device);
     }
     if a.stop_after == Some(0) {
         return Err(AppError::Usage(
@@ -252,29 +272,42 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     } else {
         vec![a.sampler.as_str()]
     };
-    let mut dirs = Vec::new();
+    let configs = samplers
+        .iter()
+        .map(|s| config_of(a, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Every folder is checked before the first run starts: the comparison's (holding the runs'
+    // folders under `--out`) first, then each run's.
+    let joint = (samplers.len() > 1).then(|| {
+        a.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{}", a.preset)))
+    });
+    if let Some(out) = &joint {
+        let own: Vec<&str> = compare::FILES.iter().chain(STORY).copied().collect();
+        fresh_run_dir(out, a.force.force, &own)?;
+    }
+    let dirs = samplers
+        .iter()
+        .map(|s| {
+            let dir = match (&a.out, samplers.len()) {
+                (Some(o), 1) => o.clone(),
+                (Some(o), _) => o.join(s),
+                (None, _) => PathBuf::from(format!("runs/mnist-{}-{s}", a.preset)),
+            };
+            fresh_run_dir(&dir, a.force.force, FILES)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut data: Option<MnistData> = None;
-    for s in &samplers {
-        let config = config_of(a, s)?;
+    for (config, dir) in configs.iter().zip(&dirs) {
         let d = match &data {
             Some(d) => d,
-            None => data.insert(MnistData::load(&data_dir(a), &config)?),
+            None => data.insert(MnistData::load(&data_dir(a), config)?),
         };
-        let dir = match (&a.out, samplers.len()) {
-            (Some(o), 1) => o.clone(),
-            (Some(o), _) => o.join(s),
-            (None, _) => PathBuf::from(format!("runs/mnist-{}-{s}", a.preset)),
-        };
-        let dir = run_dir(&dir)?;
-        execute(&config, d, &dir, a.device, None, stop, a.quiet)?;
-        dirs.push(dir);
+        execute(config, d, dir, a.device, None, stop, a.quiet)?;
     }
-    if dirs.len() > 1 && stop.after_epochs.is_none() {
-        let out = a
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{}", a.preset)));
-        compare::compare(&dirs, &run_dir(&out)?)?;
+    if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {
+        compare::compare(&dirs, &out)?;
     }
     Ok(())
 }

@@ -128,7 +128,23 @@ pub struct UciArgs {
     /// Run directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: output::Force,
 }
+
+/// What one dataset and sampler writes into `--out` (`seed-K` folders hold checkpoints and
+/// saved samples).
+pub const FILES: &[&str] = &[
+    "config.toml",
+    "table.md",
+    "runs.csv",
+    "summary.json",
+    "seed-*",
+];
+
+/// What `--table` writes into `--out`.
+pub const TABLE_FILES: &[&str] = &["table.md", "runs.csv", "table.json"];
 
 /// `--field`: how the contour samplers learn `theta`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -382,7 +398,7 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
         checkpoint_every: a.checkpoint_every,
         save_samples: a.save_samples,
     };
-    output::run_dir(&out)?;
+    output::fresh_run_dir(&out, a.force.force, FILES)?;
     output::write_toml(&out.join("config.toml"), &config)?;
     single(&config, a.jobs, &out, false)
 }
@@ -441,6 +457,11 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
     let names = ["energy", "concrete", "yacht", "wine-quality-red"].map(String::from);
     let samplers = ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"];
     check_counts(a)?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
+    output::fresh_run_dir(&out, a.force.force, TABLE_FILES)?;
     let datasets: Vec<(String, UciDataset)> = names
         .iter()
         .map(|n| {
@@ -474,10 +495,6 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         cells.push(cell(&job.dataset, &job.run.sampler.name, chunk.to_vec()));
     }
     let wall = start.elapsed().as_secs_f64();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
     report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
 }
 
