@@ -9,7 +9,7 @@ use crate::demo;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
-use crate::overrides::{apply_sets, merge_toml};
+use crate::overrides::{apply_sets, flags_over, with_config};
 use crate::toy::{self, ToyConfig};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
@@ -202,15 +202,8 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
         })?,
         None => ToyConfig::default(),
     };
-    if let Some(path) = &a.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| AppError::Input(format!("cannot read config {}: {e}", path.display())))?;
-        cfg = merge_toml(&cfg, &text, &format!("config {}", path.display()))?;
-    }
-    macro_rules! set {
-        ($($field:ident),*) => { $( if let Some(v) = &a.$field { cfg.$field = v.clone(); } )* };
-    }
-    set!(target, chains, iters, seed, device, thin);
+    cfg = with_config(cfg, a.config.as_deref())?;
+    flags_over!(cfg, a; target, chains, iters, seed, device, thin);
     if let Some(b) = a.burn_in {
         cfg.burn_in = Some(b);
     }

@@ -23,6 +23,7 @@ use clap::Args;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
+use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::{Record, Stop};
@@ -39,15 +40,20 @@ pub const STORY: &[&str] = &[
     "awsgld",
 ];
 
-/// Options of `sgmcmc mnist`.
+/// Options of `sgmcmc mnist`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]
 pub struct MnistArgs {
-    /// Sampler name, or `all` for the comparison set; `--list` prints them.
-    #[arg(long, default_value = "icsgld")]
-    pub sampler: String,
-    /// Settings: `paper` (the thesis' protocol) or `cpu` (scaled to this machine).
-    #[arg(long, default_value = "cpu")]
-    pub preset: String,
+    /// Sampler name, or `all` for the comparison set; `--list` prints them [default: the
+    /// config file's, else icsgld].
+    #[arg(long)]
+    pub sampler: Option<String>,
+    /// Settings: `paper` (the thesis' protocol) or `cpu` (scaled to this machine) [default:
+    /// the config file's, else cpu].
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// TOML config file (the fields of a run's `config.toml`); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Chains (ICSGLD's P; independent chains otherwise). Default: 4 for icsgld, else 1.
     #[arg(long)]
     pub chains: Option<usize>,
@@ -75,9 +81,9 @@ pub struct MnistArgs {
     /// Stop after this many epochs (a checkpoint is written; continue with `--resume`).
     #[arg(long)]
     pub stop_after: Option<usize>,
-    /// Run seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Run seed [default: the config file's, else 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Data directory holding `mnist/` (and optionally `fashion-mnist/`); default
     /// `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
     #[arg(long)]
@@ -112,7 +118,7 @@ pub struct MnistArgs {
 /// summary of [`report`]).
 pub const FILES: &[&str] = &[
     "checkpoint.cbor",
-    "config.json",
+    "config.toml",
     "loss.csv",
     "loss.png",
     "multiplier.png",
@@ -127,33 +133,39 @@ fn data_dir(a: &MnistArgs) -> PathBuf {
     crate::output::data_root(a.data_dir.as_deref())
 }
 
-/// The configuration `a` asks for, for `sampler`.
-pub fn config_of(a: &MnistArgs, sampler: &str) -> Result<MnistConfig, AppError> {
-    let mut c = MnistConfig::preset(&a.preset, sampler)?;
-    c.seed = a.seed;
-    if let Some(v) = a.chains {
-        c.chains = v;
+/// The preset `a` starts from: `--preset`, else the config file's, else `cpu`.
+fn preset_of<'a>(a: &'a MnistArgs, file: Option<&'a ConfigFile>) -> &'a str {
+    a.preset
+        .as_deref()
+        .or_else(|| file.and_then(|f| f.string("preset")))
+        .unwrap_or("cpu")
+}
+
+/// The samplers `a` runs: `--sampler` (`all` for [`STORY`]), else the config file's, else
+/// `icsgld`.
+fn samplers_of<'a>(a: &'a MnistArgs, file: Option<&'a ConfigFile>) -> Vec<&'a str> {
+    match a.sampler.as_deref() {
+        Some("all") => STORY.to_vec(),
+        Some(s) => vec![s],
+        None => vec![file.and_then(|f| f.string("sampler")).unwrap_or("icsgld")],
     }
-    if let Some(v) = a.epochs {
-        c.epochs = v;
+}
+
+/// The configuration `a` asks for, for `sampler`: the preset, the config file laid over it,
+/// then the flags.
+pub fn config_of(
+    a: &MnistArgs,
+    file: Option<&ConfigFile>,
+    sampler: &str,
+) -> Result<MnistConfig, AppError> {
+    let mut c = MnistConfig::preset(preset_of(a, file), sampler)?;
+    if let Some(f) = file {
+        c = f.over(&c)?;
+        c.sampler = sampler.to_string();
     }
-    if let Some(v) = a.batch {
-        c.batch = v;
-    }
+    flags_over!(c, a; seed, chains, epochs, batch, zeta, temperature, eval_every, checkpoint_every);
     if let Some(v) = a.train_per_class {
         c.train_per_class = (v > 0).then_some(v);
-    }
-    if let Some(v) = a.zeta {
-        c.zeta = v;
-    }
-    if let Some(v) = a.temperature {
-        c.temperature = v;
-    }
-    if let Some(v) = a.eval_every {
-        c.eval_every = v;
-    }
-    if let Some(v) = a.checkpoint_every {
-        c.checkpoint_every = v;
     }
     c.validate()?;
     Ok(c)
@@ -221,7 +233,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         for (name, what) in MNIST_SAMPLERS {
             println!("{name:>10}  {what}");
         }
-        println!("presets: paper (thesis protocol), cpu (scaled; see `config.json` of a run)");
+        println!("presets: paper (thesis protocol), cpu (scaled; see `config.toml` of a run)");
         return Ok(());
     }
     if !a.compare.is_empty() {
@@ -233,10 +245,11 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         return compare::compare(&a.compare, &out);
     }
     if a.trajectory {
+        let preset = preset_of(a, None);
         let out = a
             .out
             .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{}", a.preset)));
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{preset}")));
         let device = a
             .device
             .device()?
@@ -250,7 +263,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             s.per_class = n.max(1);
         }
         let out = fresh_run_dir(&out, a.force.force, trajectory::FILES)?;
-        return trajectory::trajectory(&data_dir(a), &a.preset, &s, &out, &device);
+        return trajectory::trajectory(&data_dir(a), preset, &s, &out, &device);
     }
     if a.stop_after == Some(0) {
         return Err(AppError::Usage(
@@ -267,21 +280,24 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         execute(&config, &data, dir, a.device, Some(c), stop, a.quiet)?;
         return Ok(());
     }
-    let samplers: Vec<&str> = if a.sampler == "all" {
-        STORY.to_vec()
-    } else {
-        vec![a.sampler.as_str()]
-    };
+    let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+    let samplers = samplers_of(a, file.as_ref());
+    if file.is_some() && samplers.len() > 1 {
+        return Err(AppError::Usage(
+            "--config holds the settings of one run; it cannot go with --sampler all".into(),
+        ));
+    }
     let configs = samplers
         .iter()
-        .map(|s| config_of(a, s))
+        .map(|s| config_of(a, file.as_ref(), s))
         .collect::<Result<Vec<_>, _>>()?;
+    let preset = preset_of(a, file.as_ref());
     // Every folder is checked before the first run starts: the comparison's (holding the runs'
     // folders under `--out`) first, then each run's.
     let joint = (samplers.len() > 1).then(|| {
         a.out
             .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{}", a.preset)))
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{preset}")))
     });
     if let Some(out) = &joint {
         let own: Vec<&str> = compare::FILES.iter().chain(STORY).copied().collect();
@@ -293,7 +309,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             let dir = match (&a.out, samplers.len()) {
                 (Some(o), 1) => o.clone(),
                 (Some(o), _) => o.join(s),
-                (None, _) => PathBuf::from(format!("runs/mnist-{}-{s}", a.preset)),
+                (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{s}")),
             };
             fresh_run_dir(&dir, a.force.force, FILES)
         })

@@ -30,7 +30,7 @@ use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, scores};
-use crate::output::write_json;
+use crate::output::write_toml;
 use crate::progress;
 
 /// One step of one chain.
@@ -281,7 +281,7 @@ impl Recorder<'_> {
 }
 
 /// Runs (or continues, from `resume`) `config` to the end or `stop`, checkpointing into
-/// `dir`. Returns the record.
+/// `dir` (and writing `config` to its `config.toml`). Returns the record.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     config: &MnistConfig,
@@ -324,8 +324,8 @@ pub fn train(
     if let Some(c) = resume {
         run = run.resume(c);
     }
+    write_toml(&dir.join("config.toml"), config)?;
     run.run(sampler, &mut batches(config, data, device)?)?;
     pb.finish_and_clear();
-    write_json(&dir.join("config.json"), config)?;
     Ok(recorder.record)
 }
