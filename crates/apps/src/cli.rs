@@ -3,7 +3,8 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::demo;
 use crate::device::DeviceChoice;
@@ -152,8 +153,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(c) => c,
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (m, c)));
+    let (matches, cli) = match parsed {
+        Ok(p) => p,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(
@@ -174,6 +178,7 @@ where
             return Err(AppError::Usage(format!("{line} (see --help)")));
         }
     };
+    check_resume(&matches)?;
     match cli.command {
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
@@ -187,6 +192,42 @@ where
         Command::Mnist(a) => crate::mnist::run(&a),
         Command::Digits(a) => crate::digits::run(&a),
         Command::Predict(a) => crate::predict::run(&a),
+    }
+}
+
+/// The flags `--resume` takes beside it, per command: how to run, never what runs.
+const RESUME_KEEPS: &[(&str, &[&str])] = &[("uci", &["jobs"]), ("mnist", &["stop_after", "quiet"])];
+
+/// `--resume` continues a run with the settings it recorded: any flag given beside it that is
+/// not in [`RESUME_KEEPS`] would change the run and is refused (new flags are covered without
+/// a list of their own).
+fn check_resume(matches: &ArgMatches) -> Result<(), AppError> {
+    let Some((name, sub)) = matches.subcommand() else {
+        return Ok(());
+    };
+    let command = Cli::command();
+    let Some(spec) = command.find_subcommand(name) else {
+        return Ok(());
+    };
+    let given = |id: &str| sub.value_source(id) == Some(ValueSource::CommandLine);
+    if !spec.get_arguments().any(|a| a.get_id() == "resume") || !given("resume") {
+        return Ok(());
+    }
+    let keeps = RESUME_KEEPS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[][..], |k| k.1);
+    let changed = spec.get_arguments().find(|a| {
+        let id = a.get_id().as_str();
+        id != "resume" && !keeps.contains(&id) && given(id)
+    });
+    match changed {
+        Some(arg) => Err(AppError::Usage(format!(
+            "--resume continues a run with the settings it recorded; --{} would change it \
+             (start a new run instead)",
+            arg.get_long().unwrap_or(arg.get_id().as_str())
+        ))),
+        None => Ok(()),
     }
 }
 

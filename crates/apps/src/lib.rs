@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod cli;
 pub mod data_cmd;
+pub mod data_record;
 pub mod demo;
 pub mod device;
 pub mod digits;

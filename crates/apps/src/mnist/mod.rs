@@ -187,8 +187,13 @@ pub fn execute(
         .ok_or_else(|| AppError::Usage("mnist needs a tensor device (flex, ndarray, wgpu)".into()))?
         .autodiff();
     let mut sampler = run::build(config, data, &device)?;
+    let meta = run::MnistMeta {
+        config: config.clone(),
+        data: data.source.clone(),
+        device: device_choice,
+    };
     let record = run::train(
-        config,
+        &meta,
         data,
         &mut sampler,
         resume,
@@ -275,9 +280,19 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         after_epochs: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        let (config, c) = run::read_checkpoint(dir)?;
-        let data = MnistData::load(&data_dir(a), &config)?;
-        execute(&config, &data, dir, a.device, Some(c), stop, a.quiet)?;
+        // The recorded data folder and device; the data must be what the run started on.
+        let (meta, c) = run::read_checkpoint(dir)?;
+        let data = MnistData::load(&meta.data.dir, &meta.config)?;
+        meta.data.check(&data.source)?;
+        execute(
+            &meta.config,
+            &data,
+            dir,
+            meta.device,
+            Some(c),
+            stop,
+            a.quiet,
+        )?;
         return Ok(());
     }
     let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
