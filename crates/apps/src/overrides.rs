@@ -1,6 +1,6 @@
 //! Settings from TOML files and `--set KEY=VALUE` flags, layered on a base value: every command
 //! resolves defaults < preset < config file ([`ConfigFile`], `--config`) < flags
-//! ([`flags_over`], [`apply_sets`]) for any serde configuration (nested tables merge key by
+//! (`flags_over!`, [`apply_sets`]) for any serde configuration (nested tables merge key by
 //! key). A run writes its resolved configuration to `config.toml`; fed back with `--config` it
 //! repeats the run.
 
