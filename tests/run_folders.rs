@@ -29,10 +29,8 @@ fn every_run_command_refuses_a_folder_that_is_not_empty() {
         &["demo", "--iters", "1000", "--out", o],
         &["bench", "--seconds", "0.01", "--no-cnn", "--out", o],
         &["vr-resgld", "--quick", "--iters", "1000", "--out", o],
-        &["uci", "--seeds", "1", "--epochs", "1", "--out", o],
-        &[
-            "uci", "--table", "--seeds", "1", "--epochs", "1", "--out", o,
-        ],
+        &["uci", "--data-dir", "/nonexistent", "--out", o],
+        &["uci", "--table", "--data-dir", "/nonexistent", "--out", o],
         &["mnist", "--data-dir", "/nonexistent", "--out", o],
         &[
             "mnist",

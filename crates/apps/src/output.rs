@@ -89,7 +89,21 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<PathBuf, A
         };
         removed.map_err(|e| AppError::Input(format!("cannot remove {}: {e}", path.display())))?;
     }
-    run_dir(dir)
+    run_dir(dir)?;
+    // A folder that cannot take a file is refused now, not after the run.
+    let probe = dir.join(".sgmcmc-write-test");
+    write_atomic(&probe, b"")
+        .and_then(|()| {
+            fs::remove_file(&probe)
+                .map_err(|e| AppError::Input(format!("cannot remove {}: {e}", probe.display())))
+        })
+        .map_err(|e| {
+            AppError::Input(format!(
+                "output folder {} is not writable ({e})",
+                dir.display()
+            ))
+        })?;
+    Ok(dir.to_path_buf())
 }
 
 /// Creates the run directory.
@@ -105,7 +119,7 @@ pub fn run_dir(path: &Path) -> Result<PathBuf, AppError> {
 
 /// Writes `bytes` to `path` atomically and durably (temp file, fsync, rename, folder fsync).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
-    sgmcmc_engine::fs::write_atomic(path, bytes).map_err(|e| AppError::Run(e.to_string()))
+    Ok(sgmcmc_engine::fs::write_atomic(path, bytes)?)
 }
 
 /// A sibling temp path for atomic writes of files produced by other writers (e.g. plots).
@@ -115,7 +129,7 @@ pub fn temp_path(path: &Path) -> PathBuf {
 
 /// Moves a finished temp file into place (fsync, rename, folder fsync).
 pub fn commit(tmp: &Path, path: &Path) -> Result<(), AppError> {
-    sgmcmc_engine::fs::commit(tmp, path).map_err(|e| AppError::Run(e.to_string()))
+    Ok(sgmcmc_engine::fs::commit(tmp, path)?)
 }
 
 /// Writes a value as pretty JSON, atomically.

@@ -118,7 +118,7 @@ pub struct UciArgs {
     #[arg(long)]
     pub noise_rate: Option<f64>,
     /// Run the grid of 4 datasets x 6 samplers and print the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["dataset", "sampler", "save_samples", "checkpoint_every"])]
     pub table: bool,
     /// Tensor device.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
