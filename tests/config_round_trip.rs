@@ -36,11 +36,14 @@ fn a_digits_run_repeats_from_its_config_toml() {
     let root = tmp("digits-config");
     sgmcmc::data::digits::write_synthetic(&root.join("digits"), 600, 2).unwrap();
     let data = root.to_str().unwrap();
+    let digits = |out: &Path, flags: &[&str]| {
+        let mut args = vec!["digits", "--data-dir", data, "--quiet"];
+        args.extend(flags);
+        args.extend(["--out", out.to_str().unwrap()]);
+        succeeds(&args);
+    };
     let first = root.join("first");
-    succeeds(&[
-        "digits",
-        "--data-dir",
-        data,
+    let short = [
         "--steps",
         "120",
         "--burn-in",
@@ -51,26 +54,16 @@ fn a_digits_run_repeats_from_its_config_toml() {
         "1e-4",
         "--seed",
         "7",
-        "--out",
-        first.to_str().unwrap(),
-        "--quiet",
-    ]);
+    ];
+    digits(&first, &short);
     let written = config(&first);
     assert_eq!(written["steps"].as_integer(), Some(120));
     assert_eq!(written["seed"].as_integer(), Some(7));
     assert_eq!(written["lr"].as_float(), Some(1e-4));
     let file = first.join("config.toml");
+    let file = file.to_str().unwrap();
     let again = root.join("again");
-    succeeds(&[
-        "digits",
-        "--data-dir",
-        data,
-        "--config",
-        file.to_str().unwrap(),
-        "--out",
-        again.to_str().unwrap(),
-        "--quiet",
-    ]);
+    digits(&again, &["--config", file]);
     // Without the file the defaults (20000 steps, seed 1) would run: a different run.
     println!("digits summary: {}", summary(&first));
     assert_eq!(summary(&first), summary(&again));
@@ -81,18 +74,7 @@ fn a_digits_run_repeats_from_its_config_toml() {
     assert_eq!(config(&again), written);
     // A flag overrides the file.
     let seeded = root.join("seeded");
-    succeeds(&[
-        "digits",
-        "--data-dir",
-        data,
-        "--config",
-        file.to_str().unwrap(),
-        "--seed",
-        "8",
-        "--out",
-        seeded.to_str().unwrap(),
-        "--quiet",
-    ]);
+    digits(&seeded, &["--config", file, "--seed", "8"]);
     let c = config(&seeded);
     assert_eq!(
         (c["seed"].as_integer(), c["steps"].as_integer()),

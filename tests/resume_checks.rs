@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::cli::{fails_with, tmp};
+use common::cli::{fails_with, short_uci_run, tmp};
 
 /// The binary with `args` and `SGMCMC_DATA_DIR` set to `data_dir`.
 fn with_data_dir(args: &[&str], data_dir: &Path) -> Output {
@@ -51,22 +51,7 @@ fn uci_resume_reads_the_recorded_data_refuses_changed_data_and_run_changing_flag
     }
     let out = root.join("run");
     let o = out.to_str().unwrap();
-    let args = [
-        "uci",
-        "--dataset",
-        "syn",
-        "--seeds",
-        "1",
-        "--epochs",
-        "20",
-        "--jobs",
-        "1",
-        "--checkpoint-every",
-        "1000",
-        "--out",
-        o,
-    ];
-    ok(&with_data_dir(&args, &one));
+    ok(&with_data_dir(&short_uci_run("syn", o), &one));
     let config: toml::Table = std::fs::read_to_string(out.join("config.toml"))
         .unwrap()
         .parse()

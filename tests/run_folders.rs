@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::cli::{fails_with, succeeds, tmp};
+use common::cli::{fails_with, short_uci_run, succeeds, tmp};
 use sgmcmc::data::uci::write_synthetic;
 
 /// A folder holding one file a user put there.
@@ -99,21 +99,7 @@ fn a_forced_uci_run_does_not_read_back_an_earlier_runs_results() {
     write_synthetic(&data, 200, 3, 1, 0.1, 1).unwrap();
     let out = root.join("run");
     let run = |force: bool| {
-        let mut args = vec![
-            "uci",
-            "--dataset",
-            data.to_str().unwrap(),
-            "--seeds",
-            "1",
-            "--epochs",
-            "20",
-            "--jobs",
-            "1",
-            "--checkpoint-every",
-            "1000",
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut args = short_uci_run(data.to_str().unwrap(), out.to_str().unwrap());
         if force {
             args.push("--force");
         }
