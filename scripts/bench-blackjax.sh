@@ -26,7 +26,7 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 ours=(); theirs=()
 for r in $(seq "$rounds"); do
-  "$bin" digits --data-dir "$data" --out "$out/run" --quiet >/dev/null
+  "$bin" digits --data-dir "$data" --out "$out/run" --force --quiet >/dev/null
   ours+=("$(python3 -c "import json; print(json.load(open('$out/run/summary.json'))['steps_per_second'])")")
   line="$("$py" "$here/bench_blackjax_digits.py" --data-dir "$data" 2>/dev/null | tail -1)"
   theirs+=("$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['steps_per_second'])" "$line")")

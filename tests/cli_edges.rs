@@ -106,3 +106,155 @@ fn a_missing_uci_split_file_is_named() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// An empty folder no file can be written to (`chattr +i` as root, a read-only mode
+/// otherwise), writable again when dropped, also when a test fails.
+struct ReadOnly(std::path::PathBuf);
+
+impl ReadOnly {
+    /// `dir` made read-only, if this machine can.
+    fn new(dir: &std::path::Path) -> Option<Self> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(dir).unwrap();
+        let guard = Self(dir.to_path_buf());
+        let writable = || std::fs::write(dir.join("probe"), "").is_ok();
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .status();
+        if immutable.is_ok_and(|s| s.success()) && !writable() {
+            return Some(guard);
+        }
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+        (!writable()).then_some(guard)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
+#[test]
+fn an_output_folder_that_cannot_be_written_exits_2_before_the_run() {
+    let root = tmp("read-only");
+    let dir = root.join("ro");
+    let Some(read_only) = ReadOnly::new(&dir) else {
+        eprintln!("skipped: no way to make a read-only folder here (root without chattr)");
+        return;
+    };
+    let o = dir.to_str().unwrap();
+    // Before, each computed first and failed at its first write with exit 1 (demo with 2).
+    let runs: &[&[&str]] = &[
+        &["toy", "--iters", "1000", "--out", o],
+        &["demo", "--iters", "1000", "--chains", "1", "--out", o],
+        &["bench", "--seconds", "0.01", "--no-cnn", "--out", o],
+        &["vr-resgld", "--quick", "--iters", "100", "--out", o],
+        &["uci", "--data-dir", "/nonexistent", "--out", o],
+        &["mnist", "--data-dir", "/nonexistent", "--out", o],
+        &["digits", "--data-dir", "/nonexistent", "--out", o],
+    ];
+    for args in runs {
+        fails_with(args, 2, &format!("output folder {o} is not writable"));
+    }
+    drop(read_only);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn uci_table_refuses_the_flags_of_one_run() {
+    for flag in [
+        &["--dataset", "energy"][..],
+        &["--sampler", "sgld"],
+        &["--checkpoint-every", "10"],
+        &["--save-samples"],
+    ] {
+        // No data: were the flag taken, the table would stop at once on the missing data.
+        let mut args = vec!["uci", "--table", "--data-dir", "/nonexistent"];
+        args.extend(flag);
+        fails_with(&args, 2, &format!("cannot be used with '{}", flag[0]));
+    }
+}
+
+#[test]
+fn ladder_and_temperature_errors_name_the_real_problem() {
+    let dir = tmp("ladder");
+    let o = dir.join("run");
+    let o = o.to_str().unwrap();
+    let toy = |sampler: &str, chains: &str, set: &str, needle: &str| {
+        let mut args = vec!["toy", "--sampler", sampler, "--chains", chains];
+        if !set.is_empty() {
+            args.extend(["--set", set]);
+        }
+        args.extend(["--iters", "100", "--out", o]);
+        fails_with(&args, 2, needle);
+    };
+    // Was "`chains` = 1: replica exchange needs P >= 2" although two chains were asked for.
+    toy(
+        "resgld",
+        "2",
+        "replica.lrs=[0.1]",
+        "replica.lrs has 1 values but there are 2 chains",
+    );
+    // Was "`temperatures` = 2: needs one temperature per learning rate".
+    toy(
+        "resgld",
+        "2",
+        "replica.lrs=[0.1, 0.1, 0.1]",
+        "replica.lrs has 3 values but there are 2 chains",
+    );
+    toy(
+        "deo-sgd",
+        "4",
+        "replica.lrs=[0.1]",
+        "replica.lrs has 1 values but there are 4 chains",
+    );
+    toy(
+        "resgld",
+        "2",
+        "replica.temperatures=[1.0, 2.0, 3.0]",
+        "replica.temperatures has 3 values but there are 2 chains",
+    );
+    toy("resgld", "4", "", "give 4 temperatures for 4 chains");
+    // Was "`temperatures` = 1: must be finite and > 0", naming the good value.
+    toy(
+        "resgld",
+        "2",
+        "replica.temperatures=[1.0, nan]",
+        "`temperatures` = NaN",
+    );
+    toy(
+        "resgld",
+        "3",
+        "replica.temperatures=[1.0, 3.0, 2.0]",
+        "`temperatures` = 2: must increase",
+    );
+    toy(
+        "resgld",
+        "2",
+        "replica.temperatures=[1.0, 1e300]",
+        "`temperatures` = 1e300: must be finite, >= 0 and at most 1e10",
+    );
+    // Was accepted: a run of pure noise that exited 0 (or diverged, blaming the lr).
+    for cmd in [
+        &["toy"][..],
+        &["toy", "--sampler", "csgld"],
+        &["uci", "--data-dir", "/nonexistent"],
+        &["mnist", "--data-dir", "/nonexistent"],
+    ] {
+        let mut args = cmd.to_vec();
+        args.extend(["--temperature", "1e300", "--out", o]);
+        fails_with(
+            &args,
+            2,
+            "`temperature` = 1e300: must be finite, >= 0 and at most 1e10",
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

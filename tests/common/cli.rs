@@ -19,6 +19,26 @@ pub fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// A UCI run of seconds on the dataset `dataset` into `out`: one seed, 20 epochs, one job,
+/// a checkpoint (so it writes `seed-0/`).
+pub fn short_uci_run<'a>(dataset: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "uci",
+        "--dataset",
+        dataset,
+        "--seeds",
+        "1",
+        "--epochs",
+        "20",
+        "--jobs",
+        "1",
+        "--checkpoint-every",
+        "1000",
+        "--out",
+        out,
+    ]
+}
+
 /// Runs the CLI and asserts success.
 pub fn succeeds(args: &[&str]) {
     let out = sgmcmc(args);

@@ -53,6 +53,9 @@ pub struct BenchArgs {
     /// Run directory.
     #[arg(long, default_value = "runs/bench")]
     pub out: PathBuf,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: output::Force,
 }
 
 #[derive(Serialize)]
@@ -467,6 +470,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let device = a.device.device()?.ok_or_else(|| {
         AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())
     })?;
+    output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])?;
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios) = (Vec::new(), Vec::new());
     toy_rates(a, &device, &mut figures)?;

@@ -3,12 +3,14 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::demo;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
-use crate::overrides::{apply_sets, merge_toml};
+use crate::output::{Force, fresh_run_dir};
+use crate::overrides::{apply_sets, flags_over, with_config};
 use crate::toy::{self, ToyConfig};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
@@ -30,7 +32,7 @@ pub enum Command {
     /// Measure toy throughput and sampler overhead (SGLD/SGHMC step vs SGD step).
     Bench(crate::bench::BenchArgs),
     /// Variance-reduced replica exchange on the thesis' data posterior (sec. 3.5.1, Fig. 3.2).
-    VrResgld(crate::vr::VrArgs),
+    VrResgld(VrCommand),
     /// UCI regression benchmark (CSGLD paper Table 1): one dataset and sampler, or `--table`.
     Uci(crate::uci::UciArgs),
     /// MNIST mode exploration (thesis 6.4.1 / 7.2.3): ICSGLD, AWSGLD and baselines on digits 0-4.
@@ -66,6 +68,9 @@ pub struct DemoArgs {
     /// Keep every `thin`-th sample.
     #[arg(long, default_value_t = 10)]
     pub thin: u64,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -120,10 +125,27 @@ pub struct ToyArgs {
     /// Run directory (default runs/toy-TARGET-SAMPLER-sSEED).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
 }
+
+/// `sgmcmc vr-resgld`: its options and `--force`.
+#[derive(Debug, Args)]
+pub struct VrCommand {
+    /// The study's options.
+    #[command(flatten)]
+    pub args: crate::vr::VrArgs,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
+}
+
+/// The files `sgmcmc vr-resgld` writes into `--out` (see [`crate::vr::run_cli`]).
+pub const VR_FILES: &[&str] = &["summary.json", "variance.csv", "traces.csv", "traces.png"];
 
 /// Parses `args` and runs the command.
 pub fn dispatch<I, T>(args: I) -> Result<(), AppError>
@@ -131,8 +153,11 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(c) => c,
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (m, c)));
+    let (matches, cli) = match parsed {
+        Ok(p) => p,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(
@@ -153,16 +178,56 @@ where
             return Err(AppError::Usage(format!("{line} (see --help)")));
         }
     };
+    check_resume(&matches)?;
     match cli.command {
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
         Command::Bench(a) => crate::bench::run(&a),
-        Command::VrResgld(a) => crate::vr::run_cli(&a),
+        Command::VrResgld(a) => {
+            fresh_run_dir(&a.args.out, a.force.force, VR_FILES)?;
+            crate::vr::run_cli(&a.args)
+        }
         Command::Uci(a) => crate::uci::run(&a),
         Command::Data(c) => crate::data_cmd::run(&c),
         Command::Mnist(a) => crate::mnist::run(&a),
         Command::Digits(a) => crate::digits::run(&a),
         Command::Predict(a) => crate::predict::run(&a),
+    }
+}
+
+/// The flags `--resume` takes beside it, per command: how to run, never what runs.
+const RESUME_KEEPS: &[(&str, &[&str])] = &[("uci", &["jobs"]), ("mnist", &["stop_after", "quiet"])];
+
+/// `--resume` continues a run with the settings it recorded: any flag given beside it that is
+/// not in [`RESUME_KEEPS`] would change the run and is refused (new flags are covered without
+/// a list of their own).
+fn check_resume(matches: &ArgMatches) -> Result<(), AppError> {
+    let Some((name, sub)) = matches.subcommand() else {
+        return Ok(());
+    };
+    let command = Cli::command();
+    let Some(spec) = command.find_subcommand(name) else {
+        return Ok(());
+    };
+    let given = |id: &str| sub.value_source(id) == Some(ValueSource::CommandLine);
+    if !spec.get_arguments().any(|a| a.get_id() == "resume") || !given("resume") {
+        return Ok(());
+    }
+    let keeps = RESUME_KEEPS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[][..], |k| k.1);
+    let changed = spec.get_arguments().find(|a| {
+        let id = a.get_id().as_str();
+        id != "resume" && !keeps.contains(&id) && given(id)
+    });
+    match changed {
+        Some(arg) => Err(AppError::Usage(format!(
+            "--resume continues a run with the settings it recorded; --{} would change it \
+             (start a new run instead)",
+            arg.get_long().unwrap_or(arg.get_id().as_str())
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -178,15 +243,8 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
         })?,
         None => ToyConfig::default(),
     };
-    if let Some(path) = &a.config {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| AppError::Input(format!("cannot read config {}: {e}", path.display())))?;
-        cfg = merge_toml(&cfg, &text, &format!("config {}", path.display()))?;
-    }
-    macro_rules! set {
-        ($($field:ident),*) => { $( if let Some(v) = &a.$field { cfg.$field = v.clone(); } )* };
-    }
-    set!(chains, iters, seed, device, thin);
+    cfg = with_config(cfg, a.config.as_deref())?;
+    flags_over!(cfg, a; chains, iters, seed, device, thin);
     if let Some(t) = &a.target {
         cfg.target = t.as_str().into();
     }
@@ -228,6 +286,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     if let Some(note) = cfg.target.note() {
         println!("{note}");
     }
+    fresh_run_dir(&out, a.force.force, toy::report::FILES)?;
     let outcome = toy::run_toy(&cfg, !a.quiet)?;
     let summary = toy::report::summarize(&cfg, &outcome)?;
     toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;

@@ -24,8 +24,12 @@ struct DemoSummary {
     runs: Vec<ToySummary>,
 }
 
+/// What the demo writes into `--out`: a toy run folder per sampler and the joint summary.
+pub const FILES: &[&str] = &["sgld", "cycsgld", "summary.json"];
+
 /// Runs the demo.
 pub fn run(a: &DemoArgs) -> Result<(), AppError> {
+    output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     let mut runs = Vec::new();
     for name in ["nine-mode-sgld", "nine-mode-cycsgld"] {
         let base = preset(name).ok_or_else(|| AppError::Run(format!("missing preset {name}")))?;

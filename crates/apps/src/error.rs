@@ -9,7 +9,7 @@ pub enum AppError {
     /// Bad command line, config or hyper-parameter (exit code 2).
     #[error("{0}")]
     Usage(String),
-    /// Unreadable or malformed input file (exit code 2).
+    /// Unreadable or malformed input file, or an output that cannot be written (exit code 2).
     #[error("{0}")]
     Input(String),
     /// The run itself failed, e.g. a chain diverged (exit code 1).
@@ -41,10 +41,10 @@ impl From<sgmcmc_engine::RunError> for AppError {
         use sgmcmc_engine::RunError as R;
         match e {
             R::Sampler(e) => e.into(),
-            R::Io { action, .. } if action.starts_with("cannot read") => Self::Input(e.to_string()),
-            R::Malformed { .. } | R::Batch(_) => Self::Input(e.to_string()),
+            // Files that cannot be read or written (a checkpoint, saved samples).
+            R::Io { .. } | R::Malformed { .. } | R::Batch(_) => Self::Input(e.to_string()),
             R::Setting(_) => Self::Usage(e.to_string()),
-            R::Diverged { .. } | R::Io { .. } | R::Observer(_) => Self::Run(e.to_string()),
+            R::Diverged { .. } | R::Observer(_) => Self::Run(e.to_string()),
         }
     }
 }

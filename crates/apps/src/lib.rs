@@ -1,11 +1,13 @@
 //! The `sgmcmc` command-line application: experiment configs, runners, reports and plots.
 //!
 //! Only this crate prints, parses arguments or draws; the libraries return values and typed
-//! errors. Exit codes: 0 success, 2 bad usage or input, 1 a run that failed (e.g. divergence).
+//! errors. Exit codes: 0 success, 2 bad usage, bad input or an output that cannot be written,
+//! 1 a run that failed (e.g. divergence).
 
 pub mod bench;
 pub mod cli;
 pub mod data_cmd;
+pub mod data_record;
 pub mod demo;
 pub mod device;
 pub mod digits;

@@ -1,11 +1,68 @@
 //! Settings from TOML files and `--set KEY=VALUE` flags, layered on a base value: every command
-//! resolves defaults < preset < config file < flags through these two functions, for any serde
-//! configuration (nested tables merge key by key).
+//! resolves defaults < preset < config file ([`ConfigFile`], `--config`) < flags
+//! (`flags_over!`, [`apply_sets`]) for any serde configuration (nested tables merge key by
+//! key). A run writes its resolved configuration to `config.toml`; fed back with `--config` it
+//! repeats the run.
+
+use std::path::Path;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::AppError;
+
+/// A `--config` file, read and parsed once.
+pub struct ConfigFile {
+    what: String,
+    text: String,
+    table: toml::Table,
+}
+
+impl ConfigFile {
+    /// Reads and parses `path` (a TOML document).
+    pub fn read(path: &Path) -> Result<Self, AppError> {
+        let what = format!("config {}", path.display());
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| AppError::Input(format!("cannot read {what}: {e}")))?;
+        let table = text.parse().map_err(|e: toml::de::Error| {
+            AppError::Input(format!(
+                "malformed {what}: {}",
+                e.to_string().replace('\n', " ")
+            ))
+        })?;
+        Ok(Self { what, text, table })
+    }
+
+    /// The string `key` of the file, if it has one (e.g. the preset a config starts from).
+    pub fn string(&self, key: &str) -> Option<&str> {
+        self.table.get(key).and_then(toml::Value::as_str)
+    }
+
+    /// `base` with the file's settings laid over it.
+    pub fn over<T: Serialize + DeserializeOwned>(&self, base: &T) -> Result<T, AppError> {
+        merge_toml(base, &self.text, &self.what)
+    }
+}
+
+/// `base` with the file `path`, if any, laid over it.
+pub fn with_config<T: Serialize + DeserializeOwned>(
+    base: T,
+    path: Option<&Path>,
+) -> Result<T, AppError> {
+    match path {
+        Some(p) => ConfigFile::read(p)?.over(&base),
+        None => Ok(base),
+    }
+}
+
+/// Lays the flags over a configuration: `flags_over!(cfg, args; a, b)` sets `cfg.a` to
+/// `args.a` when that `Option` flag was given, and so on (flags and fields share names).
+macro_rules! flags_over {
+    ($cfg:expr, $args:expr; $($field:ident),* $(,)?) => {
+        $( if let Some(v) = &$args.$field { $cfg.$field = v.clone(); } )*
+    };
+}
+pub(crate) use flags_over;
 
 /// Overlays `overlay` on `base`, recursing into tables present in both.
 fn merge(base: &mut toml::Table, overlay: toml::Table) {

@@ -181,9 +181,16 @@ pub(crate) fn check(
     if ok {
         Ok(())
     } else {
+        // Very large or small values in exponent form (1e300, not 301 digits).
+        let a = value.abs();
+        let value = if a.is_finite() && a != 0.0 && !(1e-4..1e6).contains(&a) {
+            format!("{value:e}")
+        } else {
+            format!("{value}")
+        };
         Err(SamplerError::InvalidHyperParameter {
             name,
-            value: format!("{value}"),
+            value,
             reason,
         })
     }
@@ -196,6 +203,23 @@ pub(crate) fn positive(name: &'static str, value: f64) -> Result<(), SamplerErro
         name,
         value,
         "must be finite and > 0",
+    )
+}
+
+/// The hottest temperature a sampler accepts. At full-data scale the energies a run visits
+/// differ by far less than this (a sum over the data of per-example losses), so a hotter
+/// target `exp(-U / tau)` is flat and its noise `sqrt(2 lr tau)` swamps every gradient: the
+/// run would look like one and say nothing.
+pub const MAX_TEMPERATURE: f64 = 1e10;
+
+/// A temperature: finite, `>= 0` and at most [`MAX_TEMPERATURE`].
+pub(crate) fn temperature(name: &'static str, value: f64) -> Result<(), SamplerError> {
+    check(
+        value.is_finite() && (0.0..=MAX_TEMPERATURE).contains(&value),
+        name,
+        value,
+        "must be finite, >= 0 and at most 1e10 (a hotter target exp(-U / tau) is flat over \
+         the energies of any data set)",
     )
 }
 

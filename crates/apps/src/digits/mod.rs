@@ -21,37 +21,41 @@ use clap::Args;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
+use crate::overrides::{flags_over, with_config};
 
 pub(crate) use run::predict;
-pub use run::{DigitsConfig, DigitsSummary, network, run_digits};
+pub use run::{DigitsConfig, DigitsSummary, FILES, network, run_digits};
 
-/// Options of `sgmcmc digits`.
+/// Options of `sgmcmc digits`. The run's settings resolve as defaults < `--config` < flags.
 #[derive(Debug, Args)]
 pub struct DigitsArgs {
-    /// Sampler: sgld, sghmc, psgld, sgd or msgd.
-    #[arg(long, default_value = "sgld")]
-    pub sampler: String,
-    /// Sampler steps.
-    #[arg(long, default_value_t = DigitsConfig::default().steps)]
-    pub steps: u64,
-    /// Learning rate at full-data scale (the step on `U`, not on the mean loss).
-    #[arg(long, default_value_t = DigitsConfig::default().lr)]
-    pub lr: f64,
-    /// Prior precision of every weight and bias (`N(0, 1 / precision)`).
-    #[arg(long, default_value_t = DigitsConfig::default().prior_precision)]
-    pub prior_precision: f64,
-    /// Steps before the first model joins the average.
-    #[arg(long, default_value_t = DigitsConfig::default().burn_in)]
-    pub burn_in: u64,
-    /// Steps between models of the average.
-    #[arg(long, default_value_t = DigitsConfig::default().bma_every)]
-    pub bma_every: u64,
-    /// Seed of the train/test split.
-    #[arg(long, default_value_t = 0)]
-    pub split_seed: u64,
-    /// Run seed (initial weights, noise, minibatch order).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// TOML config file (the fields of a run's `config.toml`); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Sampler: sgld, sghmc, psgld, sgnht, sgd or msgd [default: sgld].
+    #[arg(long)]
+    pub sampler: Option<String>,
+    /// Sampler steps [default: 20000].
+    #[arg(long)]
+    pub steps: Option<u64>,
+    /// Learning rate at full-data scale (the step on `U`, not on the mean loss) [default: 5e-5].
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Prior precision of every weight and bias (`N(0, 1 / precision)`) [default: 1].
+    #[arg(long)]
+    pub prior_precision: Option<f64>,
+    /// Steps before the first model joins the average [default: 2000].
+    #[arg(long)]
+    pub burn_in: Option<u64>,
+    /// Steps between models of the average [default: 100].
+    #[arg(long)]
+    pub bma_every: Option<u64>,
+    /// Seed of the train/test split [default: 0].
+    #[arg(long)]
+    pub split_seed: Option<u64>,
+    /// Run seed (initial weights, noise, minibatch order) [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Data directory holding `digits/` (default `$SGMCMC_DATA_DIR`, else
     /// `../shared/datasets`); `sgmcmc data fetch digits --to DIR` writes it.
     #[arg(long)]
@@ -66,9 +70,20 @@ pub struct DigitsArgs {
     /// Run directory.
     #[arg(long, default_value = "runs/digits")]
     pub out: PathBuf,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: crate::output::Force,
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// The settings `a` asks for: defaults < `--config` < flags.
+pub fn config_of(a: &DigitsArgs) -> Result<DigitsConfig, AppError> {
+    let mut config = with_config(DigitsConfig::default(), a.config.as_deref())?;
+    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed, seed);
+    config.validate()?;
+    Ok(config)
 }
 
 /// Runs `sgmcmc digits`.
@@ -77,17 +92,8 @@ pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
         AppError::Usage("digits needs a tensor device (flex, ndarray or wgpu)".into())
     })?;
     let dir = crate::output::data_root(a.data_dir.as_deref()).join("digits");
-    let config = DigitsConfig {
-        sampler: a.sampler.clone(),
-        steps: a.steps,
-        lr: a.lr,
-        prior_precision: a.prior_precision,
-        burn_in: a.burn_in,
-        bma_every: a.bma_every,
-        split_seed: a.split_seed,
-        seed: a.seed,
-        ..DigitsConfig::default()
-    };
+    let config = config_of(a)?;
+    crate::output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     let s = crate::threads::with_threads(a.threads, || {
         run_digits(&config, &dir, &device, &a.out, a.device, !a.quiet)
     })??;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sgmcmc_data::digits::Digits;
 use sgmcmc_engine::{BatchSource, Kept, Observer, Progress, Run, RunError, init};
 use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, nll};
@@ -38,8 +38,9 @@ pub fn network(hidden: usize) -> MlpConfig {
     }
 }
 
-/// The settings of one run.
-#[derive(Clone, Debug, Serialize)]
+/// The settings of one run (the run's `config.toml`; missing fields take their defaults).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DigitsConfig {
     /// Kernel name: `sgld`, `sghmc`, `psgld`, `sgd` or `msgd`.
     pub sampler: String,
@@ -104,9 +105,11 @@ impl DigitsConfig {
         Ok(settings.spec(&BuildContext::steps(self.steps))?)
     }
 
-    /// Checks the settings that the sampler does not check itself.
-    fn validate(&self) -> Result<(), AppError> {
+    /// Checks the settings, the sampler's included.
+    pub fn validate(&self) -> Result<(), AppError> {
         let bad = |what: String| Err(AppError::Usage(format!("digits: {what}")));
+        output::check_seed(self.seed)?;
+        output::check_seed(self.split_seed)?;
         if self.steps == 0 || self.batch == 0 || self.hidden == 0 || self.bma_every == 0 {
             return bad("steps, batch, hidden and bma_every must be positive".into());
         }
@@ -125,7 +128,7 @@ impl DigitsConfig {
         if self.ece_bins == 0 {
             return bad("ece_bins must be positive".into());
         }
-        Ok(())
+        self.sampler().map(|_| ())
     }
 }
 
@@ -279,7 +282,8 @@ impl Observer<DigitsSampler> for DigitsAverage<'_> {
     }
 }
 
-/// Runs `config` on the digits in `dir` and writes the run's files into `out`.
+/// Runs `config` on the digits in `dir` and writes the run's files into `out` (`config.toml`
+/// first).
 pub fn run_digits(
     config: &DigitsConfig,
     dir: &Path,
@@ -290,6 +294,8 @@ pub fn run_digits(
 ) -> Result<DigitsSummary, AppError> {
     config.validate()?;
     let spec = config.sampler()?;
+    output::run_dir(out)?;
+    output::write_toml(&out.join("config.toml"), config)?;
     let digits = Digits::load(dir).map_err(|e| {
         AppError::Input(format!(
             "{e} (fetch the digits with `sgmcmc data fetch digits --to DIR`)"
@@ -370,6 +376,9 @@ pub fn run_digits(
     write(out, &summary, &rows)?;
     Ok(summary)
 }
+
+/// What a run writes into its folder.
+pub const FILES: &[&str] = &["config.toml", "summary.json", "bma.csv", "accuracy.png"];
 
 /// `summary.json`, `bma.csv` (step, models, BMA accuracy / NLL / ECE, last model's accuracy)
 /// and `accuracy.png`.

@@ -12,6 +12,17 @@ use crate::error::AppError;
 use crate::output::{write_atomic, write_csv, write_json};
 use crate::plot;
 
+/// What a comparison writes into its folder.
+pub const FILES: &[&str] = &[
+    "compare_loss.png",
+    "compare_multiplier.png",
+    "compare_accuracy.png",
+    "compare_entropy.png",
+    "compare.csv",
+    "compare.json",
+    "compare.md",
+];
+
 /// A CSV file as a header and numeric rows.
 struct Table {
     header: Vec<String>,

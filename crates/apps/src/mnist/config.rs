@@ -40,8 +40,10 @@ pub const MNIST_SAMPLERS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The settings of one `sgmcmc mnist` run (written to the run's `config.json`).
+/// The settings of one `sgmcmc mnist` run (written to the run's `config.toml`, read back with
+/// `--config`, stored in its checkpoints).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MnistConfig {
     /// Preset the run started from.
     pub preset: String,
@@ -51,9 +53,11 @@ pub struct MnistConfig {
     pub chains: usize,
     /// Classes used (in-distribution); the others of the test set are held out.
     pub classes: Vec<u8>,
-    /// Training images per class (`None` = all).
+    /// Training images per class (`None` = all; 0 in files).
+    #[serde(with = "zero_is_all")]
     pub train_per_class: Option<usize>,
-    /// Held-out test images per set used for the entropy CDFs (`None` = all).
+    /// Held-out test images per set used for the entropy CDFs (`None` = all; 0 in files).
+    #[serde(with = "zero_is_all")]
     pub heldout_limit: Option<usize>,
     /// CNN channels of the two conv layers.
     pub channels: [usize; 2],
@@ -177,6 +181,7 @@ impl MnistConfig {
     /// Checks what the samplers do not check themselves.
     pub fn validate(&self) -> Result<(), AppError> {
         let bad = |what: &str| Err(AppError::Usage(what.to_string()));
+        crate::output::check_seed(self.seed)?;
         if self.chains == 0 {
             return bad("chains must be >= 1 (got 0)");
         }
@@ -239,6 +244,20 @@ impl MnistConfig {
         }
         let ctx = BuildContext::steps(steps.max(self.cycles)).chains(self.chains);
         Ok(self.settings().spec(&ctx)?)
+    }
+}
+
+/// A count that may be "all" (`None`), written as 0: TOML has no null, and a key left out of a
+/// config file would keep the preset's count.
+mod zero_is_all {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.unwrap_or(0) as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        Ok(Option::<usize>::deserialize(d)?.filter(|&n| n > 0))
     }
 }
 

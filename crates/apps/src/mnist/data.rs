@@ -10,6 +10,7 @@ use sgmcmc_data::{ImageData, ImageSet};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
+use crate::data_record::{DataDigest, DataRecord};
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 
@@ -23,6 +24,8 @@ pub struct MnistData {
     pub heldout: ImageSet,
     /// Fashion-MNIST test images (out of distribution), if the folder exists.
     pub fashion: Option<ImageSet>,
+    /// The folder read and the digest of every image set above.
+    pub source: DataRecord,
 }
 
 fn first(set: &ImageSet, n: Option<usize>) -> ImageSet {
@@ -37,7 +40,8 @@ fn first(set: &ImageSet, n: Option<usize>) -> ImageSet {
 }
 
 impl MnistData {
-    /// Loads `DIR/mnist` (required) and `DIR/fashion-mnist` (optional) for `config`.
+    /// Loads `DIR/mnist` (required) and `DIR/fashion-mnist` (optional) for `config`, with the
+    /// record of what was read.
     pub fn load(data_dir: &Path, config: &MnistConfig) -> Result<Self, AppError> {
         let mnist = ImageData::load(&data_dir.join("mnist"))?;
         let mut train = mnist.train.filter_classes(&config.classes)?;
@@ -73,7 +77,12 @@ impl MnistData {
                 config.batch
             )));
         }
+        let mut digest = DataDigest::default();
+        for set in [&train, &test, &heldout].into_iter().chain(&fashion) {
+            digest.images(set);
+        }
         Ok(Self {
+            source: DataRecord::new(data_dir, digest)?,
             train,
             test,
             heldout,

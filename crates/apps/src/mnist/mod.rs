@@ -23,7 +23,8 @@ use sgmcmc_samplers::control::WeightRule;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
-use crate::output::run_dir;
+use crate::output::{Force, fresh_run_dir};
+use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::{Record, Stop};
@@ -61,15 +62,20 @@ impl BmaWeights {
     }
 }
 
-/// Options of `sgmcmc mnist`.
+/// Options of `sgmcmc mnist`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]
 pub struct MnistArgs {
-    /// Sampler name, or `all` for the comparison set; `--list` prints them.
-    #[arg(long, default_value = "icsgld")]
-    pub sampler: String,
-    /// Settings: `paper` (the thesis' protocol) or `cpu` (scaled to this machine).
-    #[arg(long, default_value = "cpu")]
-    pub preset: String,
+    /// Sampler name, or `all` for the comparison set; `--list` prints them [default: the
+    /// config file's, else icsgld].
+    #[arg(long)]
+    pub sampler: Option<String>,
+    /// Settings: `paper` (the thesis' protocol) or `cpu` (scaled to this machine) [default:
+    /// the config file's, else cpu].
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// TOML config file (the fields of a run's `config.toml`); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Chains (ICSGLD's P; independent chains otherwise). Default: 4 for icsgld, else 1.
     #[arg(long)]
     pub chains: Option<usize>,
@@ -102,9 +108,9 @@ pub struct MnistArgs {
     /// Stop after this many epochs (a checkpoint is written; continue with `--resume`).
     #[arg(long)]
     pub stop_after: Option<usize>,
-    /// Run seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Run seed [default: the config file's, else 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Data directory holding `mnist/` (and optionally `fashion-mnist/`); default
     /// `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
     #[arg(long)]
@@ -115,6 +121,9 @@ pub struct MnistArgs {
     /// Tensor backend.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
     pub device: DeviceChoice,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
     /// Continue the checkpointed run in this directory.
     #[arg(long)]
     pub resume: Option<PathBuf>,
@@ -132,40 +141,61 @@ pub struct MnistArgs {
     pub quiet: bool,
 }
 
+/// What one run writes into its folder (the checkpoint, the settings, the tables, figures and
+/// summary of [`report`]).
+pub const FILES: &[&str] = &[
+    "checkpoint.cbor",
+    "config.toml",
+    "loss.csv",
+    "loss.png",
+    "multiplier.png",
+    "accuracy.csv",
+    "accuracy.png",
+    "entropy.csv",
+    "entropy_cdf.png",
+    "summary.json",
+];
+
 fn data_dir(a: &MnistArgs) -> PathBuf {
     crate::output::data_root(a.data_dir.as_deref())
 }
 
-/// The configuration `a` asks for, for `sampler`.
-pub fn config_of(a: &MnistArgs, sampler: &str) -> Result<MnistConfig, AppError> {
-    let mut c = MnistConfig::preset(&a.preset, sampler)?;
-    c.seed = a.seed;
-    if let Some(v) = a.chains {
-        c.chains = v;
+/// The preset `a` starts from: `--preset`, else the config file's, else `cpu`.
+fn preset_of<'a>(a: &'a MnistArgs, file: Option<&'a ConfigFile>) -> &'a str {
+    a.preset
+        .as_deref()
+        .or_else(|| file.and_then(|f| f.string("preset")))
+        .unwrap_or("cpu")
+}
+
+/// The samplers `a` runs: `--sampler` (`all` for [`STORY`]), else the config file's, else
+/// `icsgld`.
+fn samplers_of<'a>(a: &'a MnistArgs, file: Option<&'a ConfigFile>) -> Vec<&'a str> {
+    match a.sampler.as_deref() {
+        Some("all") => STORY.to_vec(),
+        Some(s) => vec![s],
+        None => vec![file.and_then(|f| f.string("sampler")).unwrap_or("icsgld")],
     }
-    if let Some(v) = a.epochs {
-        c.epochs = v;
+}
+
+/// The configuration `a` asks for, for `sampler`: the preset, the config file laid over it,
+/// then the flags.
+pub fn config_of(
+    a: &MnistArgs,
+    file: Option<&ConfigFile>,
+    sampler: &str,
+) -> Result<MnistConfig, AppError> {
+    let mut c = MnistConfig::preset(preset_of(a, file), sampler)?;
+    if let Some(f) = file {
+        c = f.over(&c)?;
+        c.sampler = sampler.to_string();
     }
-    if let Some(v) = a.batch {
-        c.batch = v;
-    }
+    flags_over!(c, a; seed, chains, epochs, batch, zeta, temperature, eval_every, checkpoint_every);
     if let Some(v) = a.train_per_class {
         c.train_per_class = (v > 0).then_some(v);
     }
-    if let Some(v) = a.zeta {
-        c.zeta = v;
-    }
-    if let Some(v) = a.temperature {
-        c.temperature = v;
-    }
     if let Some(v) = a.bma_weights {
         c.weights = v.rule();
-    }
-    if let Some(v) = a.eval_every {
-        c.eval_every = v;
-    }
-    if let Some(v) = a.checkpoint_every {
-        c.checkpoint_every = v;
     }
     c.validate()?;
     Ok(c)
@@ -187,8 +217,13 @@ pub fn execute(
         .ok_or_else(|| AppError::Usage("mnist needs a tensor device (flex, ndarray, wgpu)".into()))?
         .autodiff();
     let mut sampler = run::build(config, data, &device)?;
+    let meta = run::MnistMeta {
+        config: config.clone(),
+        data: data.source.clone(),
+        device: device_choice,
+    };
     let record = run::train(
-        config,
+        &meta,
         data,
         &mut sampler,
         resume,
@@ -233,7 +268,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         for (name, what) in MNIST_SAMPLERS {
             println!("{name:>10}  {what}");
         }
-        println!("presets: paper (thesis protocol), cpu (scaled; see `config.json` of a run)");
+        println!("presets: paper (thesis protocol), cpu (scaled; see `config.toml` of a run)");
         return Ok(());
     }
     if !a.compare.is_empty() {
@@ -241,13 +276,15 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("runs/mnist-compare"));
-        return compare::compare(&a.compare, &run_dir(&out)?);
+        let out = fresh_run_dir(&out, a.force.force, compare::FILES)?;
+        return compare::compare(&a.compare, &out);
     }
     if a.trajectory {
+        let preset = preset_of(a, None);
         let out = a
             .out
             .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{}", a.preset)));
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{preset}")));
         let device = a
             .device
             .device()?
@@ -260,7 +297,8 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         if let Some(n) = a.train_per_class {
             s.per_class = n.max(1);
         }
-        return trajectory::trajectory(&data_dir(a), &a.preset, &s, &run_dir(&out)?, &device);
+        let out = fresh_run_dir(&out, a.force.force, trajectory::FILES)?;
+        return trajectory::trajectory(&data_dir(a), preset, &s, &out, &device);
     }
     if a.stop_after == Some(0) {
         return Err(AppError::Usage(
@@ -272,39 +310,65 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         after_epochs: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        let (config, c) = run::read_checkpoint(dir)?;
-        let data = MnistData::load(&data_dir(a), &config)?;
-        execute(&config, &data, dir, a.device, Some(c), stop, a.quiet)?;
+        // The recorded data folder and device; the data must be what the run started on.
+        let (meta, c) = run::read_checkpoint(dir)?;
+        let data = MnistData::load(&meta.data.dir, &meta.config)?;
+        meta.data.check(&data.source)?;
+        execute(
+            &meta.config,
+            &data,
+            dir,
+            meta.device,
+            Some(c),
+            stop,
+            a.quiet,
+        )?;
         return Ok(());
     }
-    let samplers: Vec<&str> = if a.sampler == "all" {
-        STORY.to_vec()
-    } else {
-        vec![a.sampler.as_str()]
-    };
-    let mut dirs = Vec::new();
+    let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+    let samplers = samplers_of(a, file.as_ref());
+    if file.is_some() && samplers.len() > 1 {
+        return Err(AppError::Usage(
+            "--config holds the settings of one run; it cannot go with --sampler all".into(),
+        ));
+    }
+    let configs = samplers
+        .iter()
+        .map(|s| config_of(a, file.as_ref(), s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let preset = preset_of(a, file.as_ref());
+    // Every folder is checked before the first run starts: the comparison's (holding the runs'
+    // folders under `--out`) first, then each run's.
+    let joint = (samplers.len() > 1).then(|| {
+        a.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{preset}")))
+    });
+    if let Some(out) = &joint {
+        let own: Vec<&str> = compare::FILES.iter().chain(STORY).copied().collect();
+        fresh_run_dir(out, a.force.force, &own)?;
+    }
+    let dirs = samplers
+        .iter()
+        .map(|s| {
+            let dir = match (&a.out, samplers.len()) {
+                (Some(o), 1) => o.clone(),
+                (Some(o), _) => o.join(s),
+                (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{s}")),
+            };
+            fresh_run_dir(&dir, a.force.force, FILES)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut data: Option<MnistData> = None;
-    for s in &samplers {
-        let config = config_of(a, s)?;
+    for (config, dir) in configs.iter().zip(&dirs) {
         let d = match &data {
             Some(d) => d,
-            None => data.insert(MnistData::load(&data_dir(a), &config)?),
+            None => data.insert(MnistData::load(&data_dir(a), config)?),
         };
-        let dir = match (&a.out, samplers.len()) {
-            (Some(o), 1) => o.clone(),
-            (Some(o), _) => o.join(s),
-            (None, _) => PathBuf::from(format!("runs/mnist-{}-{s}", a.preset)),
-        };
-        let dir = run_dir(&dir)?;
-        execute(&config, d, &dir, a.device, None, stop, a.quiet)?;
-        dirs.push(dir);
+        execute(config, d, dir, a.device, None, stop, a.quiet)?;
     }
-    if dirs.len() > 1 && stop.after_epochs.is_none() {
-        let out = a
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{}", a.preset)));
-        compare::compare(&dirs, &run_dir(&out)?)?;
+    if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {
+        compare::compare(&dirs, &out)?;
     }
     Ok(())
 }

@@ -26,11 +26,13 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
+use crate::data_record::DataRecord;
+use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, scores};
-use crate::output::write_json;
+use crate::output::write_toml;
 use crate::progress;
 
 /// One step of one chain.
@@ -83,21 +85,34 @@ pub struct Record {
 }
 
 /// The checkpoint file of a run directory (the engine's format; its `meta` is the run's
-/// [`MnistConfig`] in CBOR).
+/// [`MnistMeta`] in CBOR).
 pub fn checkpoint_path(dir: &Path) -> PathBuf {
     dir.join("checkpoint.cbor")
 }
 
-/// Reads a run directory's checkpoint and the configuration stored in it.
-pub fn read_checkpoint(dir: &Path) -> Result<(MnistConfig, Checkpoint), AppError> {
-    let c = Checkpoint::read(&checkpoint_path(dir))?;
-    let config = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
+/// What a run's checkpoints record beside the sampler: what `--resume` continues.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MnistMeta {
+    /// The settings.
+    pub config: MnistConfig,
+    /// The data folder read and the digest of its images.
+    pub data: DataRecord,
+    /// The device the run computes on.
+    pub device: DeviceChoice,
+}
+
+/// Reads a run directory's checkpoint and what it records.
+pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> {
+    let path = checkpoint_path(dir);
+    let c = Checkpoint::read(&path)?;
+    let meta = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
         AppError::Input(format!(
-            "{}: not an mnist checkpoint ({e})",
-            checkpoint_path(dir).display()
+            "{}: not an mnist checkpoint with its data record, or one from an older sgmcmc \
+             ({e}); start the run again with --force",
+            path.display()
         ))
     })?;
-    Ok((config, c))
+    Ok((meta, c))
 }
 
 /// The sampler of a run.
@@ -280,11 +295,11 @@ impl Recorder<'_> {
     }
 }
 
-/// Runs (or continues, from `resume`) `config` to the end or `stop`, checkpointing into
-/// `dir`. Returns the record.
+/// Runs (or continues, from `resume`) `meta.config` to the end or `stop`, checkpointing into
+/// `dir` with `meta` (and writing the config to its `config.toml`). Returns the record.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
-    config: &MnistConfig,
+    meta: &MnistMeta,
     data: &MnistData,
     sampler: &mut MnistSampler,
     resume: Option<Checkpoint>,
@@ -293,6 +308,7 @@ pub fn train(
     stop: Stop,
     show_progress: bool,
 ) -> Result<Record, AppError> {
+    let config = &meta.config;
     let per_epoch = steps_per_epoch(config, data) as u64;
     let mut recorder = Recorder {
         config,
@@ -306,7 +322,7 @@ pub fn train(
     let total = config.epochs as u64 * per_epoch;
     let pb = progress::bar(total, &config.sampler, show_progress);
     let mut progress = progress::report(&pb, 1000);
-    let meta = sgmcmc_engine::observer::encode(config)?;
+    let meta = sgmcmc_engine::observer::encode(meta)?;
     let mut run = Run::epochs(config.epochs as u64)
         .keep_when(|_| false)
         .observe(&mut recorder)
@@ -324,8 +340,8 @@ pub fn train(
     if let Some(c) = resume {
         run = run.resume(c);
     }
+    write_toml(&dir.join("config.toml"), config)?;
     run.run(sampler, &mut batches(config, data, device)?)?;
     pb.finish_and_clear();
-    write_json(&dir.join("config.json"), config)?;
     Ok(recorder.record)
 }

@@ -308,6 +308,9 @@ fn draw(path: &Path, panels: &[Panel], grid: usize) -> Result<(), AppError> {
     crate::output::commit(&tmp, path)
 }
 
+/// What [`trajectory`] writes into its folder.
+pub const FILES: &[&str] = &["trajectory.png", "trajectory.csv", "surface.csv"];
+
 /// Runs every sampler of [`TRAJECTORY_SAMPLERS`] twice on digits 0/1 and writes
 /// `trajectory.png`, `trajectory.csv` and `surface.csv` into `dir`.
 pub fn trajectory(

@@ -237,6 +237,11 @@ pub fn run_cli(preset: &str, a: &crate::cli::ToyArgs) -> Result<(), AppError> {
     };
     let budget = a.iters.unwrap_or(100_000);
     let seed = a.seed.unwrap_or(1);
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from(format!("runs/{preset}-s{seed}")));
+    crate::output::fresh_run_dir(&out, a.force.force, &["hits.csv", "table.json"])?;
     let n_fn = if only.is_empty() {
         BENCHMARKS.len()
     } else {
@@ -250,11 +255,6 @@ pub fn run_cli(preset: &str, a: &crate::cli::ToyArgs) -> Result<(), AppError> {
          SGLD low tau = {LOW_TEMPERATURE_FACTOR} x tau"
     );
     print!("{}", render(&cells));
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| std::path::PathBuf::from(format!("runs/{preset}-s{seed}")));
-    crate::output::run_dir(&out)?;
     let mut rows = Vec::new();
     for (f, c) in cells.iter().enumerate() {
         for (r, h) in c.hits.iter().enumerate() {

@@ -224,8 +224,24 @@ fn theta_check(
     }))
 }
 
+/// Every file [`write_outputs`] can write (what `--force` replaces).
+pub const FILES: &[&str] = &[
+    "config.toml",
+    "metrics.csv",
+    "samples.csv",
+    "summary.json",
+    "samples.png",
+    "energy.png",
+    "theta_trace.csv",
+    "theta.png",
+    "replica_trace.csv",
+    "index_process.png",
+    "ladder.png",
+];
+
 /// Writes `config.toml`, `metrics.csv`, `samples.csv`, `summary.json`, `samples.png`,
-/// `energy.png` and, for contour samplers, `theta_trace.csv` and `theta.png` into `dir`.
+/// `energy.png`, for contour samplers `theta_trace.csv` and `theta.png`, and for replica
+/// exchange `replica_trace.csv`, `index_process.png` and `ladder.png` into `dir`.
 pub fn write_outputs(
     dir: &Path,
     cfg: &ToyConfig,

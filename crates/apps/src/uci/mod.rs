@@ -25,6 +25,7 @@ use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::Family;
 
 use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split};
+use crate::data_record::{DataDigest, DataRecord};
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output;
@@ -126,7 +127,7 @@ pub struct UciArgs {
     #[arg(long)]
     pub noise_rate: Option<f64>,
     /// Run the grid of 4 datasets x 6 samplers and print the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["dataset", "sampler", "save_samples", "checkpoint_every"])]
     pub table: bool,
     /// Tensor device.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
@@ -137,6 +138,9 @@ pub struct UciArgs {
     /// Run directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: output::Force,
 }
 
 /// The contour field of `sampler` on UCI: the interacting field where the sampler's own is the
@@ -149,6 +153,19 @@ fn default_field(sampler: &str) -> Option<RandomField> {
     let own = sgmcmc_samplers::registry::lookup(sampler).ok()?.family;
     (own == Family::Contour(RandomField::Power)).then_some(RandomField::Interacting)
 }
+
+/// What one dataset and sampler writes into `--out` (`seed-K` folders hold checkpoints and
+/// saved samples).
+pub const FILES: &[&str] = &[
+    "config.toml",
+    "table.md",
+    "runs.csv",
+    "summary.json",
+    "seed-*",
+];
+
+/// What `--table` writes into `--out`.
+pub const TABLE_FILES: &[&str] = &["table.md", "runs.csv", "table.json"];
 
 /// `--field`: how the contour samplers learn `theta`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -279,6 +296,10 @@ pub struct UciConfig {
     pub checkpoint_every: u64,
     /// Save the averaged models.
     pub save_samples: bool,
+    /// The folder the run read and the digest of its data (`--resume` reads that folder and
+    /// refuses it if the data changed).
+    #[serde(default)]
+    pub data: Option<DataRecord>,
 }
 
 /// The run `a` asks for on `dataset` with `sampler`: the paper's protocol with the flags laid
@@ -433,7 +454,7 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
         };
         PathBuf::from(format!("runs/uci-{}-{}{suffix}", a.dataset, a.sampler))
     });
-    let config = UciConfig {
+    let mut config = UciConfig {
         dataset: a.dataset.clone(),
         data_dir: a.data_dir.clone(),
         seeds: a.seeds,
@@ -441,14 +462,34 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
         run: run_of(a, &a.dataset, &a.sampler)?,
         checkpoint_every: a.checkpoint_every,
         save_samples: a.save_samples,
+        data: None,
     };
-    output::run_dir(&out)?;
+    output::fresh_run_dir(&out, a.force.force, FILES)?;
+    let dir = dataset_dir(config.data_dir.as_deref(), &config.dataset);
+    let data = load(&dir)?;
+    config.data = Some(DataRecord::new(&dir, digest(&data))?);
     output::write_toml(&out.join("config.toml"), &config)?;
-    single(&config, a.jobs, &out, false)
+    single(&config, data, a.jobs, &out, false)
 }
 
-/// `sgmcmc uci --resume DIR`: the configuration of `DIR/config.toml`, finished seeds read back,
-/// the others continued from their checkpoints.
+/// The dataset in `dir`; errors name the dataset.
+fn load(dir: &Path) -> Result<UciDataset, AppError> {
+    let label = dir.file_name().map_or(dir.display().to_string(), |f| {
+        f.to_string_lossy().into_owned()
+    });
+    UciDataset::load(dir).map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))
+}
+
+/// The digest of a dataset's rows, targets and splits.
+fn digest(data: &UciDataset) -> DataDigest {
+    let mut d = DataDigest::default();
+    d.uci(data);
+    d
+}
+
+/// `sgmcmc uci --resume DIR`: the configuration of `DIR/config.toml` on the data folder it
+/// records (refused if its data changed), finished seeds read back, the others continued from
+/// their checkpoints.
 fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join("config.toml");
     let text = std::fs::read_to_string(&path)
@@ -460,17 +501,26 @@ fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
             e.to_string().replace('\n', " ")
         ))
     })?;
-    single(&config, a.jobs, dir, true)
+    let recorded = config.data.as_ref().ok_or_else(|| {
+        AppError::Input(format!(
+            "{}: no record of the data the run read (written by an older sgmcmc); start the \
+             run again with --force",
+            path.display()
+        ))
+    })?;
+    let data = load(&recorded.dir)?;
+    recorded.check(&DataRecord::new(&recorded.dir, digest(&data))?)?;
+    single(&config, data, a.jobs, dir, true)
 }
 
-/// Runs the seeds of one configuration into `out`.
-fn single(config: &UciConfig, threads: usize, out: &Path, resume: bool) -> Result<(), AppError> {
-    let dir = dataset_dir(config.data_dir.as_deref(), &config.dataset);
-    let label = dir
-        .file_name()
-        .map_or(config.dataset.clone(), |f| f.to_string_lossy().into_owned());
-    let data =
-        UciDataset::load(&dir).map_err(|e| AppError::Input(format!("dataset `{label}`: {e}")))?;
+/// Runs the seeds of one configuration on `data` into `out`.
+fn single(
+    config: &UciConfig,
+    data: UciDataset,
+    threads: usize,
+    out: &Path,
+    resume: bool,
+) -> Result<(), AppError> {
     let datasets = vec![(config.dataset.clone(), data)];
     let files = config.checkpoint_every > 0 || config.save_samples;
     let jobs: Vec<Job> = (0..config.seeds)
@@ -501,6 +551,11 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
     let names = ["energy", "concrete", "yacht", "wine-quality-red"].map(String::from);
     let samplers = ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"];
     check_counts(a)?;
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
+    output::fresh_run_dir(&out, a.force.force, TABLE_FILES)?;
     let datasets: Vec<(String, UciDataset)> = names
         .iter()
         .map(|n| {
@@ -534,10 +589,6 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         cells.push(cell(&job.dataset, &job.run.sampler.name, chunk.to_vec()));
     }
     let wall = start.elapsed().as_secs_f64();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
     report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
 }
 

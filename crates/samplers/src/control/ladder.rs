@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{SamplerError, check};
+use crate::error::{SamplerError, check, positive, temperature};
 
 /// Temperatures and learning rates of the rungs, lowest first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -19,27 +19,27 @@ pub struct Ladder {
 }
 
 impl Ladder {
-    /// A tempered ladder for Metropolis swaps: `P >= 2`, temperatures finite, positive and
-    /// strictly increasing, learning rates finite, positive and non-decreasing.
+    /// A tempered ladder for Metropolis swaps: `P >= 2`, temperatures positive, at most
+    /// [`MAX_TEMPERATURE`](crate::error::MAX_TEMPERATURE) and strictly increasing, learning
+    /// rates finite, positive and non-decreasing. Errors name the first value that breaks a
+    /// rule.
     pub fn tempered(temperatures: Vec<f64>, lrs: Vec<f64>) -> Result<Self, SamplerError> {
         let l = Self { temperatures, lrs };
         l.check_common()?;
-        check(
-            l.temperatures.iter().all(|t| t.is_finite() && *t > 0.0),
+        for &t in &l.temperatures {
+            temperature("temperatures", t)?;
+            check(t > 0.0, "temperatures", t, "must be > 0")?;
+        }
+        ordered(
+            &l.temperatures,
             "temperatures",
-            l.temperatures[0],
-            "must be finite and > 0",
-        )?;
-        check(
-            l.temperatures.windows(2).all(|w| w[0] < w[1]),
-            "temperatures",
-            l.temperatures[1],
+            |a, b| a < b,
             "must increase strictly along the ladder",
         )?;
-        check(
-            l.lrs.windows(2).all(|w| w[0] <= w[1]),
+        ordered(
+            &l.lrs,
             "lrs",
-            l.lrs[1],
+            |a, b| a <= b,
             "must not decrease along the ladder",
         )?;
         Ok(l)
@@ -55,16 +55,11 @@ impl Ladder {
         }
         let l = Self { temperatures, lrs };
         l.check_common()?;
-        check(
-            tau_0.is_finite() && tau_0 >= 0.0,
-            "temperature",
-            tau_0,
-            "must be finite and >= 0",
-        )?;
-        check(
-            l.lrs.windows(2).all(|w| w[0] < w[1]),
+        temperature("temperature", tau_0)?;
+        ordered(
+            &l.lrs,
             "lrs",
-            l.lrs[1],
+            |a, b| a < b,
             "must increase strictly along the ladder",
         )?;
         Ok(l)
@@ -98,12 +93,20 @@ impl Ladder {
             self.temperatures.len() as f64,
             "needs one temperature per learning rate",
         )?;
-        check(
-            self.lrs.iter().all(|l| l.is_finite() && *l > 0.0),
-            "lrs",
-            self.lrs[0],
-            "must be finite and > 0",
-        )
+        self.lrs.iter().try_for_each(|&l| positive("lrs", l))
+    }
+}
+
+/// Checks `in_order(v[i], v[i + 1])` along `v`; the error names the first value out of order.
+fn ordered(
+    v: &[f64],
+    name: &'static str,
+    in_order: impl Fn(f64, f64) -> bool,
+    reason: &'static str,
+) -> Result<(), SamplerError> {
+    match v.windows(2).find(|w| !in_order(w[0], w[1])) {
+        Some(w) => check(false, name, w[1], reason),
+        None => Ok(()),
     }
 }
 

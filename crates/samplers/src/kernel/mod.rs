@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 pub use lane::Lane;
 pub use tensor_lane::TensorCoef;
 
-use crate::error::{SamplerError, check, non_negative, positive};
+use crate::error::{SamplerError, check, non_negative, positive, temperature};
 
 /// Per-chain step size of one step: learning rate (full-data scale), temperature and gradient
 /// multiplier. May change every step.
@@ -235,7 +235,7 @@ impl Kernel {
     /// The per-chain coefficients of a step; errors if the step size is invalid.
     pub fn coefficients(&self, s: &StepSize) -> Result<Coefficients, SamplerError> {
         positive("lr", s.lr)?;
-        non_negative("temperature", s.temperature)?;
+        temperature("temperature", s.temperature)?;
         check(
             s.multiplier.is_finite(),
             "multiplier",

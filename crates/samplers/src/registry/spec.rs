@@ -180,6 +180,27 @@ impl SamplerSettings {
         let s = &self.replica;
         let chains = ctx.chains;
         let deterministic = family == Family::Deterministic;
+        // One rung per chain: a ladder given in the settings must have one value per chain.
+        let mut given = vec![("replica.lrs", s.lrs.len())];
+        if !deterministic {
+            given.push(("replica.temperatures", s.temperatures.len()));
+        }
+        for (key, len) in given {
+            if len > 0 && len != chains {
+                return Err(SamplerError::InvalidSetting(format!(
+                    "{}: {key} has {len} values but there are {chains} chains (one rung per \
+                     chain)",
+                    self.name
+                )));
+            }
+        }
+        if !deterministic && s.temperatures.is_empty() && chains > 2 {
+            return Err(SamplerError::InvalidSetting(format!(
+                "{}: replica.temperatures is empty, which means [temperature, 10 x temperature] \
+                 for two chains; give {chains} temperatures for {chains} chains",
+                self.name
+            )));
+        }
         let lrs = if !s.lrs.is_empty() {
             s.lrs.clone()
         } else if deterministic {
@@ -232,13 +253,6 @@ impl SamplerSettings {
                 ),
             }
         };
-        if cfg.ladder.len() != chains {
-            return Err(SamplerError::InvalidSetting(format!(
-                "{}: the ladder has {} rungs but there are {chains} chains (one rung per chain)",
-                self.name,
-                cfg.ladder.len()
-            )));
-        }
         Ok(cfg)
     }
 }

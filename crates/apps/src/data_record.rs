@@ -1,0 +1,133 @@
+//! What data a run read: the folder and a SHA-256 digest of the values read from it, recorded
+//! with the run (`config.toml`, checkpoint meta) so that `--resume` continues on the same data
+//! and refuses data that changed.
+//!
+//! The digest covers the values the run uses (rows, targets, splits, images, labels; each
+//! slice prefixed by its length), not the bytes of the files: a compressed copy of the same
+//! images or an unrelated file in the folder leaves it unchanged, an edited row changes it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sgmcmc_data::{ImageSet, UciDataset};
+use sha2::{Digest, Sha256};
+
+use crate::error::AppError;
+
+/// The data a run read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataRecord {
+    /// The folder read (absolute).
+    pub dir: PathBuf,
+    /// SHA-256 of the values read, hex.
+    pub sha256: String,
+}
+
+/// Feeds values to SHA-256, each slice prefixed with its length (so `[a, b] [c]` and
+/// `[a] [b, c]` differ).
+#[derive(Default)]
+pub struct DataDigest(Sha256);
+
+impl DataDigest {
+    /// Feeds bytes.
+    pub fn bytes(&mut self, v: &[u8]) -> &mut Self {
+        self.0.update((v.len() as u64).to_le_bytes());
+        self.0.update(v);
+        self
+    }
+
+    /// Feeds reals (their bits).
+    pub fn reals(&mut self, v: &[f64]) -> &mut Self {
+        self.0.update((v.len() as u64).to_le_bytes());
+        for x in v {
+            self.0.update(x.to_bits().to_le_bytes());
+        }
+        self
+    }
+
+    /// Feeds counts or indices.
+    pub fn counts(&mut self, v: &[usize]) -> &mut Self {
+        self.0.update((v.len() as u64).to_le_bytes());
+        for x in v {
+            self.0.update((*x as u64).to_le_bytes());
+        }
+        self
+    }
+
+    /// Feeds a UCI data set: rows, targets and splits.
+    pub fn uci(&mut self, d: &UciDataset) -> &mut Self {
+        for row in &d.x {
+            self.reals(row);
+        }
+        self.reals(&d.y);
+        for s in &d.splits {
+            self.counts(&s.train).counts(&s.test);
+        }
+        self
+    }
+
+    /// Feeds an image set: its shape, pixels and labels.
+    pub fn images(&mut self, s: &ImageSet) -> &mut Self {
+        self.counts(&[s.rows, s.cols])
+            .bytes(&s.images)
+            .bytes(&s.labels)
+    }
+
+    /// The hex digest.
+    pub fn finish(self) -> String {
+        self.0
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+impl DataRecord {
+    /// The record of `digest` read from `dir` (made absolute).
+    pub fn new(dir: &Path, digest: DataDigest) -> Result<Self, AppError> {
+        let dir = std::fs::canonicalize(dir)
+            .map_err(|e| AppError::Input(format!("cannot resolve {}: {e}", dir.display())))?;
+        Ok(Self {
+            dir,
+            sha256: digest.finish(),
+        })
+    }
+
+    /// Checks that `now`, the data `--resume` read from the recorded folder, is the data the
+    /// run started on.
+    pub fn check(&self, now: &DataRecord) -> Result<(), AppError> {
+        if self.sha256 != now.sha256 {
+            return Err(AppError::Input(format!(
+                "--resume: the data in {} changed since the run started (SHA-256 {} then, {} \
+                 now); start a new run",
+                self.dir.display(),
+                &self.sha256[..12.min(self.sha256.len())],
+                &now.sha256[..12.min(now.sha256.len())]
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_are_delimited_and_every_value_counts() {
+        let digest = |parts: &[&[f64]]| {
+            let mut d = DataDigest::default();
+            for p in parts {
+                d.reals(p);
+            }
+            d.finish()
+        };
+        let base = digest(&[&[1.0, 2.0], &[3.0]]);
+        assert_eq!(base.len(), 64);
+        assert_eq!(base, digest(&[&[1.0, 2.0], &[3.0]]));
+        assert_ne!(base, digest(&[&[1.0], &[2.0, 3.0]]));
+        assert_ne!(base, digest(&[&[1.0, 2.0], &[3.0000000000000004]]));
+        assert_ne!(base, digest(&[&[1.0, 2.0], &[-3.0]]));
+    }
+}

@@ -1,0 +1,124 @@
+//! Run folders: a command refuses an `--out` folder that already holds files (exit 2, one line
+//! naming the folder and `--force`) before any work; `--force` deletes the files the command
+//! writes and leaves the others.
+
+mod common;
+
+use std::path::Path;
+
+use common::cli::{fails_with, short_uci_run, succeeds, tmp};
+use sgmcmc::data::uci::write_synthetic;
+
+/// A folder holding one file a user put there.
+fn occupied(dir: &Path) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    dir.to_str().unwrap().to_string()
+}
+
+#[test]
+fn every_run_command_refuses_a_folder_that_is_not_empty() {
+    let root = tmp("occupied");
+    let o = occupied(&root.join("run"));
+    let o = o.as_str();
+    // Each would run for seconds to hours (or fail on missing data) if the folder were not
+    // checked first.
+    let runs: &[&[&str]] = &[
+        &["toy", "--iters", "1000", "--out", o],
+        &["toy", "--preset", "awsgld-table-quick", "--out", o],
+        &["demo", "--iters", "1000", "--out", o],
+        &["bench", "--seconds", "0.01", "--no-cnn", "--out", o],
+        &["vr-resgld", "--quick", "--iters", "1000", "--out", o],
+        &["uci", "--data-dir", "/nonexistent", "--out", o],
+        &["uci", "--table", "--data-dir", "/nonexistent", "--out", o],
+        &["mnist", "--data-dir", "/nonexistent", "--out", o],
+        &[
+            "mnist",
+            "--sampler",
+            "all",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            o,
+        ],
+        &[
+            "mnist",
+            "--trajectory",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            o,
+        ],
+        &["mnist", "--compare", "/nonexistent", "--out", o],
+        &["digits", "--data-dir", "/nonexistent", "--out", o],
+    ];
+    for args in runs {
+        fails_with(args, 2, &format!("output folder {o} is not empty"));
+        fails_with(args, 2, "--force");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn force_replaces_the_runs_own_files_and_keeps_the_others() {
+    let root = tmp("force");
+    let dir = root.join("run");
+    let o = occupied(&dir);
+    let toy = |extra: &[&str]| {
+        let mut args = vec!["toy", "--sampler", "sgld", "--iters", "2000", "--quiet"];
+        args.extend(["--out", o.as_str()]);
+        args.extend(extra);
+        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    // A stale file of an earlier contour run (an SGLD run writes no theta trace).
+    std::fs::write(dir.join("theta_trace.csv"), "stale").unwrap();
+    std::fs::write(dir.join(".summary.tmp.json"), "torn").unwrap();
+    let args = toy(&["--force"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    succeeds(&args);
+    assert!(dir.join("summary.json").is_file());
+    assert!(!dir.join("theta_trace.csv").exists(), "a stale file stayed");
+    assert!(
+        !dir.join(".summary.tmp.json").exists(),
+        "a temp file stayed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// The hazard itself: a UCI run reads back a finished seed's `result.json`, so a run into the
+/// folder of an earlier run took that run's result for its own. With `--force` the old seed
+/// folders are deleted and the figure is this run's.
+#[test]
+fn a_forced_uci_run_does_not_read_back_an_earlier_runs_results() {
+    let root = tmp("uci-force");
+    let data = root.join("data");
+    write_synthetic(&data, 200, 3, 1, 0.1, 1).unwrap();
+    let out = root.join("run");
+    let run = |force: bool| {
+        let mut args = short_uci_run(data.to_str().unwrap(), out.to_str().unwrap());
+        if force {
+            args.push("--force");
+        }
+        common::cli::sgmcmc(&args)
+    };
+    assert!(run(false).status.success());
+    let result = out.join("seed-0/result.json");
+    let mut stale: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&result).unwrap()).unwrap();
+    let fresh_rmse = stale["rmse"].as_f64().unwrap();
+    stale["rmse"] = serde_json::json!(999.0);
+    std::fs::write(&result, stale.to_string()).unwrap();
+    let refused = run(false);
+    assert_eq!(refused.status.code(), Some(2));
+    let again = run(true);
+    assert!(again.status.success());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    // The run is deterministic: the forced run gives the first run's figure, not the stale one.
+    assert_eq!(summary["rmse"].as_f64(), Some(fresh_rmse), "{summary}");
+    let _ = std::fs::remove_dir_all(root);
+}
