@@ -1,4 +1,4 @@
-//! `sgmcmc mnist` and `sgmcmc digits` write their resolved settings to `config.toml`, and a run
+//! `sgmcmc mnist`, `digits`, `uci` and `vr-resgld` write their resolved settings to `config.toml`, and a run
 //! from that file (`--config`) repeats the run: the same outputs to the bit. Flags beside
 //! `--config` override it.
 
@@ -165,4 +165,117 @@ fn an_mnist_run_repeats_from_its_config_toml() {
         "--sampler all",
     );
     let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn uci_repeats_a_run_from_its_config_toml() {
+    let root = tmp("uci-config");
+    let data = root.join("data");
+    sgmcmc::data::uci::write_synthetic(&data, 300, 3, 2, 0.1, 21).unwrap();
+    let (a, b) = (root.join("a"), root.join("b"));
+    let d = data.to_str().unwrap();
+    succeeds(&[
+        "uci",
+        "--dataset",
+        d,
+        "--sampler",
+        "sghmc",
+        "--seeds",
+        "2",
+        "--epochs",
+        "20",
+        "--set",
+        "momentum=0.8",
+        "--jobs",
+        "1",
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    let file = a.join("config.toml");
+    let f = file.to_str().unwrap();
+    succeeds(&[
+        "uci",
+        "--config",
+        f,
+        "--jobs",
+        "1",
+        "--out",
+        b.to_str().unwrap(),
+    ]);
+    // The same runs: the predictions of both seeds agree to the bit (timings aside).
+    let cells = |dir: &Path| {
+        let mut v = summary(dir)["cells"].clone();
+        for run in v[0]["runs"].as_array_mut().unwrap() {
+            run.as_object_mut().unwrap().remove("wall_seconds");
+        }
+        v
+    };
+    assert_eq!(cells(&a), cells(&b));
+    assert_eq!(config(&a), config(&b));
+    // Settings come from the file: a flag that would change the run is refused.
+    for flag in [["--seeds", "3"], ["--sampler", "sgld"], ["--epochs", "5"]] {
+        let out = root.join("c");
+        fails_with(
+            &[
+                "uci",
+                "--config",
+                f,
+                flag[0],
+                flag[1],
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            2,
+            "would change it",
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn vr_resgld_repeats_a_study_from_its_config_toml() {
+    let root = tmp("vr-config");
+    let (a, b, c) = (root.join("a"), root.join("b"), root.join("c"));
+    succeeds(&[
+        "vr-resgld",
+        "--quick",
+        "--iters",
+        "300",
+        "--seed",
+        "4",
+        "--out",
+        a.to_str().unwrap(),
+    ]);
+    let f = a.join("config.toml");
+    let f = f.to_str().unwrap();
+    succeeds(&["vr-resgld", "--config", f, "--out", b.to_str().unwrap()]);
+    let read = |d: &Path, name: &str| std::fs::read(d.join(name)).unwrap();
+    assert_eq!(read(&a, "variance.csv"), read(&b, "variance.csv"));
+    assert_eq!(read(&a, "traces.csv"), read(&b, "traces.csv"));
+    assert_eq!(config(&a), config(&b));
+    // `--seed` beside the file overrides it.
+    succeeds(&[
+        "vr-resgld",
+        "--config",
+        f,
+        "--seed",
+        "5",
+        "--out",
+        c.to_str().unwrap(),
+    ]);
+    assert_eq!(config(&c)["seed"].as_integer(), Some(5));
+    assert_ne!(read(&a, "traces.csv"), read(&c, "traces.csv"));
+    fails_with(
+        &[
+            "vr-resgld",
+            "--config",
+            f,
+            "--quick",
+            "--out",
+            root.join("d").to_str().unwrap(),
+        ],
+        2,
+        "--quick",
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }

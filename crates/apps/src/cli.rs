@@ -144,9 +144,6 @@ pub struct VrCommand {
     pub force: Force,
 }
 
-/// The files `sgmcmc vr-resgld` writes into `--out` (see [`crate::vr::run_cli`]).
-pub const VR_FILES: &[&str] = &["summary.json", "variance.csv", "traces.csv", "traces.png"];
-
 /// Parses `args` and runs the command.
 pub fn dispatch<I, T>(args: I) -> Result<(), AppError>
 where
@@ -178,13 +175,13 @@ where
             return Err(AppError::Usage(format!("{line} (see --help)")));
         }
     };
-    check_resume(&matches)?;
+    check_exclusive(&matches)?;
     match cli.command {
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
         Command::Bench(a) => crate::bench::run(&a),
         Command::VrResgld(a) => {
-            fresh_run_dir(&a.args.out, a.force.force, VR_FILES)?;
+            fresh_run_dir(&a.args.out, a.force.force, crate::vr::FILES)?;
             crate::vr::run_cli(&a.args)
         }
         Command::Uci(a) => crate::uci::run(&a),
@@ -198,37 +195,52 @@ where
 /// The flags `--resume` takes beside it, per command: how to run, never what runs.
 const RESUME_KEEPS: &[(&str, &[&str])] = &[("uci", &["jobs"]), ("mnist", &["stop_after", "quiet"])];
 
-/// `--resume` continues a run with the settings it recorded: any flag given beside it that is
-/// not in [`RESUME_KEEPS`] would change the run and is refused (new flags are covered without
-/// a list of their own).
-fn check_resume(matches: &ArgMatches) -> Result<(), AppError> {
-    let Some((name, sub)) = matches.subcommand() else {
-        return Ok(());
-    };
+/// The flags `--config` takes beside it where the file is a whole run's configuration (the
+/// `config.toml` a run wrote): where and how to run it, and the run's length and seeds.
+const CONFIG_KEEPS: &[(&str, &[&str])] = &[
+    ("uci", &["out", "force", "jobs", "data_dir"]),
+    ("vr-resgld", &["out", "force", "iters", "seed"]),
+];
+
+/// `--resume` continues a run with the settings it recorded, and `--config` of `uci` and
+/// `vr-resgld` repeats one: any flag given beside them that is not in [`RESUME_KEEPS`] /
+/// [`CONFIG_KEEPS`] would change the run and is refused (new flags are covered without a list
+/// of their own).
+fn check_exclusive(matches: &ArgMatches) -> Result<(), AppError> {
+    for (flag, keeps, why) in [
+        (
+            "resume",
+            RESUME_KEEPS,
+            "continues a run with the settings it recorded",
+        ),
+        ("config", CONFIG_KEEPS, "repeats the run the file describes"),
+    ] {
+        if let Some(arg) = conflicting(matches, flag, keeps) {
+            return Err(AppError::Usage(format!(
+                "--{flag} {why}; --{arg} would change it (start a new run instead)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The first flag given beside `flag` that its command's entry in `keeps` does not list
+/// (`None` where `flag` was not given, or the command has no entry and takes any flag).
+fn conflicting(matches: &ArgMatches, flag: &str, keeps: &[(&str, &[&str])]) -> Option<String> {
+    let (name, sub) = matches.subcommand()?;
+    let keeps = keeps.iter().find(|(n, _)| *n == name)?.1;
     let command = Cli::command();
-    let Some(spec) = command.find_subcommand(name) else {
-        return Ok(());
-    };
+    let spec = command.find_subcommand(name)?;
     let given = |id: &str| sub.value_source(id) == Some(ValueSource::CommandLine);
-    if !spec.get_arguments().any(|a| a.get_id() == "resume") || !given("resume") {
-        return Ok(());
+    if !spec.get_arguments().any(|a| a.get_id() == flag) || !given(flag) {
+        return None;
     }
-    let keeps = RESUME_KEEPS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(&[][..], |k| k.1);
-    let changed = spec.get_arguments().find(|a| {
-        let id = a.get_id().as_str();
-        id != "resume" && !keeps.contains(&id) && given(id)
-    });
-    match changed {
-        Some(arg) => Err(AppError::Usage(format!(
-            "--resume continues a run with the settings it recorded; --{} would change it \
-             (start a new run instead)",
-            arg.get_long().unwrap_or(arg.get_id().as_str())
-        ))),
-        None => Ok(()),
-    }
+    spec.get_arguments()
+        .find(|a| {
+            let id = a.get_id().as_str();
+            id != flag && !keeps.contains(&id) && given(id)
+        })
+        .map(|a| a.get_long().unwrap_or(a.get_id().as_str()).to_string())
 }
 
 /// Resolves defaults < preset < config file < flags.

@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::control::{Ladder, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::data_mixture::MixtureData;
 use sgmcmc_samplers::diagnostics::ess;
@@ -31,8 +31,10 @@ use sgmcmc_samplers::sampler::{
 
 use crate::error::AppError;
 
-/// Settings of one run.
-#[derive(Clone, Debug, Serialize)]
+/// Settings of one run (the study's base settings in its `config.toml`: the study sets
+/// `period` and `correction` per row).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct VrConfig {
     /// Data points `N`.
     pub n_data: usize,
@@ -220,41 +222,52 @@ pub struct VrArgs {
     /// Run directory.
     #[arg(long, default_value = "runs/vr-resgld")]
     pub out: std::path::PathBuf,
-    /// Steps per run.
-    #[arg(long, default_value_t = 20_000)]
-    pub iters: u64,
-    /// Run seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    /// Steps per run [default: 20000, or the config file's].
+    #[arg(long)]
+    pub iters: Option<u64>,
+    /// Run seed [default: 1, or the config file's].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// N = 1e4 and minibatches of 100 instead of the thesis' N = 1e5 (seconds instead of a
     /// minute).
     #[arg(long)]
     pub quick: bool,
+    /// Repeat the study from a `config.toml` a run wrote (`--iters`, `--seed` and `--out` may
+    /// stand beside it).
+    #[arg(long, conflicts_with = "quick")]
+    pub config: Option<std::path::PathBuf>,
 }
+
+/// The files `sgmcmc vr-resgld` writes into `--out`.
+pub const FILES: &[&str] = &[
+    "config.toml",
+    "summary.json",
+    "variance.csv",
+    "traces.csv",
+    "traces.png",
+];
 
 /// Runs VR-reSGLD (m = 40, F = 1), reSGLD (F = 100) and the variance study for m in {10, 40,
 /// 200}; prints a table, writes `summary.json`, `variance.csv`, `traces.csv` and `traces.png`.
 pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
-    if a.iters < 10 {
+    let preset = if a.quick {
+        VrConfig {
+            n_data: 10_000,
+            batch: 100,
+            lr: 1e-6,
+            ..VrConfig::thesis()
+        }
+    } else {
+        VrConfig::thesis()
+    };
+    let mut base = crate::overrides::with_config(preset, a.config.as_deref())?;
+    crate::overrides::flags_over!(base, a; iters, seed);
+    if base.iters < 10 || base.n_data == 0 || base.batch == 0 {
         return Err(AppError::Usage(format!(
-            "--iters must be >= 10 (the first tenth is burn-in), got {}",
-            a.iters
+            "iters must be >= 10 (the first tenth is burn-in) and n_data, batch >= 1, got {}, {}, {}",
+            base.iters, base.n_data, base.batch
         )));
     }
-    let base = VrConfig {
-        iters: a.iters,
-        seed: a.seed,
-        ..if a.quick {
-            VrConfig {
-                n_data: 10_000,
-                batch: 100,
-                lr: 1e-6,
-                ..VrConfig::thesis()
-            }
-        } else {
-            VrConfig::thesis()
-        }
-    };
     let d = data(base.n_data)?;
     let (t1, t2) = base.temperatures;
     let (exact, single) = exact_low_mode_mass(&d, t1, t2);
@@ -306,6 +319,7 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
         runs.push((label.to_string(), o));
     }
     crate::output::run_dir(&a.out)?;
+    crate::output::write_toml(&a.out.join("config.toml"), &base)?;
     crate::output::write_csv(
         &a.out.join("variance.csv"),
         &[

@@ -106,6 +106,10 @@ pub struct UciArgs {
     /// Write a checkpoint every this many steps (`OUT/seed-K/checkpoint.cbor`; 0 = never).
     #[arg(long, default_value_t = 0)]
     pub checkpoint_every: u64,
+    /// Repeat the run a `config.toml` describes, from scratch (`--out`, `--force`, `--jobs` and
+    /// `--data-dir` may stand beside it; other settings are the file's).
+    #[arg(long, conflicts_with = "resume")]
+    pub config: Option<PathBuf>,
     /// Continue the run in this folder (its `config.toml`, finished seeds and checkpoints).
     #[arg(long)]
     pub resume: Option<PathBuf>,
@@ -443,6 +447,9 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     if let Some(dir) = &a.resume {
         return resume(a, dir);
     }
+    if let Some(path) = &a.config {
+        return repeat(a, path);
+    }
     if a.table {
         return table(a);
     }
@@ -492,15 +499,7 @@ fn digest(data: &UciDataset) -> DataDigest {
 /// their checkpoints.
 fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join("config.toml");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
-    let config: UciConfig = toml::from_str(&text).map_err(|e| {
-        AppError::Input(format!(
-            "{}: {}",
-            path.display(),
-            e.to_string().replace('\n', " ")
-        ))
-    })?;
+    let config = read_config(&path)?;
     let recorded = config.data.as_ref().ok_or_else(|| {
         AppError::Input(format!(
             "{}: no record of the data the run read (written by an older sgmcmc); start the \
@@ -511,6 +510,47 @@ fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
     let data = load(&recorded.dir)?;
     recorded.check(&DataRecord::new(&recorded.dir, digest(&data))?)?;
     single(&config, data, a.jobs, dir, true)
+}
+
+/// A run's `config.toml`.
+fn read_config(path: &Path) -> Result<UciConfig, AppError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| {
+        AppError::Input(format!(
+            "{}: {}",
+            path.display(),
+            e.to_string().replace('\n', " ")
+        ))
+    })
+}
+
+/// `sgmcmc uci --config FILE`: the run a `config.toml` describes, from scratch into `--out`
+/// (its data folder, or `--data-dir`'s, is read and recorded anew).
+fn repeat(a: &UciArgs, path: &Path) -> Result<(), AppError> {
+    let mut config = read_config(path)?;
+    if a.data_dir.is_some() {
+        config.data_dir = a.data_dir.clone();
+    }
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "runs/uci-{}-{}",
+            config.dataset, config.run.sampler.name
+        ))
+    });
+    config
+        .run
+        .sampler
+        .spec(&sgmcmc_samplers::registry::BuildContext::steps(1).chains(config.run.chains))?;
+    output::fresh_run_dir(&out, a.force.force, FILES)?;
+    let dir = match &config.data {
+        Some(d) if a.data_dir.is_none() => d.dir.clone(),
+        _ => dataset_dir(config.data_dir.as_deref(), &config.dataset),
+    };
+    let data = load(&dir)?;
+    config.data = Some(DataRecord::new(&dir, digest(&data))?);
+    output::write_toml(&out.join("config.toml"), &config)?;
+    single(&config, data, a.jobs, &out, false)
 }
 
 /// Runs the seeds of one configuration on `data` into `out`.
