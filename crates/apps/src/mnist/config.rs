@@ -95,7 +95,9 @@ pub struct MnistConfig {
     pub checkpoint_every: usize,
     /// Run seed.
     pub seed: u64,
-    /// Importance weights of the contour samplers' model average.
+    /// Importance weights of the contour samplers' model average: the reference code's
+    /// `theta[J]` by default (what produced thesis Fig. 7.4; see the module docs of
+    /// [`crate::mnist`]), `bin` for the papers' `theta[J]^zeta`.
     #[serde(default)]
     pub weights: WeightRule,
 }
@@ -135,7 +137,7 @@ impl MnistConfig {
             burn_fraction: 0.5,
             checkpoint_every: 25,
             seed: 1,
-            weights: WeightRule::Bin,
+            weights: WeightRule::Reference,
         };
         match name {
             "paper" => Ok(paper),
