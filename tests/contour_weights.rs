@@ -30,7 +30,10 @@ fn reference_weights_are_theta_without_the_power() {
         let mut bin = sampler(name, WeightRule::Bin, -1.0);
         let mut reference = sampler(name, WeightRule::Reference, -1.0);
         for _ in 0..500 {
-            let (a, b) = (bin.step(&()).unwrap().clone(), reference.step(&()).unwrap().clone());
+            let (a, b) = (
+                bin.step(&()).unwrap().clone(),
+                reference.step(&()).unwrap().clone(),
+            );
             // The same chain: weights do not change the dynamics.
             assert_eq!(a.energies, b.energies);
             let j = b.bins[0];

@@ -135,9 +135,23 @@ fn http_get(rest: &str) -> Result<Vec<u8>, String> {
     } else {
         format!("{host}:80")
     };
-    let mut stream = std::net::TcpStream::connect(&addr).map_err(|e| e.to_string())?;
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+    let timed_out = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!(
+                "{host} did not answer within {} s (timed out)",
+                WAIT.as_secs()
+            )
+        }
+        _ => e.to_string(),
+    };
+    let target = std::net::ToSocketAddrs::to_socket_addrs(&addr)
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("cannot resolve {host}"))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&target, WAIT).map_err(timed_out)?;
     stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .set_read_timeout(Some(WAIT))
         .map_err(|e| e.to_string())?;
     let request = format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     stream
@@ -147,7 +161,7 @@ fn http_get(rest: &str) -> Result<Vec<u8>, String> {
     stream
         .take(512 << 20)
         .read_to_end(&mut raw)
-        .map_err(|e| e.to_string())?;
+        .map_err(timed_out)?;
     let split = raw
         .windows(4)
         .position(|w| w == b"\r\n\r\n")

@@ -17,7 +17,8 @@ pub enum SamplerError {
     },
     /// A chain's energy (or gradient) became NaN or infinite: the chain diverged.
     #[error(
-        "chain {chain} diverged at step {step}: energy is {energy} (try a smaller learning rate)"
+        "chain {chain} diverged at step {step}: energy is {energy} ({})",
+        divergence_hint(*step)
     )]
     Diverged {
         /// Index of the chain (0-based).
@@ -172,6 +173,18 @@ pub enum MixtureError {
 }
 
 /// Checks a hyper-parameter and builds the error in one line.
+/// What a divergence at `step` most likely means: at step 0 no step has been taken, so the
+/// start (or the data) is at fault, not the learning rate.
+fn divergence_hint(step: u64) -> &'static str {
+    if step == 0 {
+        "at the starting point, before any move: check the initial values and the data, not \
+         the learning rate"
+    } else {
+        "usually a learning rate too large for the target's curvature; a target in large \
+         units (standardize it) or a very high temperature does the same"
+    }
+}
+
 pub(crate) fn check(
     ok: bool,
     name: &'static str,
@@ -231,4 +244,23 @@ pub(crate) fn non_negative(name: &'static str, value: f64) -> Result<(), Sampler
         value,
         "must be finite and >= 0",
     )
+}
+
+#[cfg(test)]
+mod divergence_tests {
+    use super::SamplerError;
+
+    #[test]
+    fn a_divergence_before_any_move_does_not_blame_the_learning_rate() {
+        let at = |step| {
+            SamplerError::Diverged {
+                chain: 1,
+                step,
+                energy: f64::NAN,
+            }
+            .to_string()
+        };
+        assert!(at(0).contains("starting point") && at(0).contains("not the learning rate"));
+        assert!(at(7).contains("learning rate too large") && at(7).contains("standardize"));
+    }
 }
