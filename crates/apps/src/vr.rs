@@ -262,10 +262,16 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
     };
     let mut base = crate::overrides::with_config(preset, a.config.as_deref())?;
     crate::overrides::flags_over!(base, a; iters, seed);
-    if base.iters < 10 || base.n_data == 0 || base.batch == 0 {
+    if base.iters < 10 {
         return Err(AppError::Usage(format!(
-            "iters must be >= 10 (the first tenth is burn-in) and n_data, batch >= 1, got {}, {}, {}",
-            base.iters, base.n_data, base.batch
+            "--iters must be >= 10 (the first tenth is burn-in), got {}",
+            base.iters
+        )));
+    }
+    if base.n_data == 0 || base.batch == 0 {
+        return Err(AppError::Usage(format!(
+            "n_data and batch must be >= 1, got {} and {}",
+            base.n_data, base.batch
         )));
     }
     let d = data(base.n_data)?;
