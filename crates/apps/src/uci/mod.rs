@@ -73,13 +73,13 @@ pub struct UciArgs {
     /// Epochs (the paper: 5000).
     #[arg(long, default_value_t = 5000)]
     pub epochs: usize,
-    /// Learning rate at full-data scale (default: the paper's 5e-6; `3e-3 / N` under the
+    /// Learning rate at full-data scale (default: the paper's 5e-6; `1e-3 / N` under the
     /// standardized protocol; 1e-3 per parameter for pSGLD, see `protocol::default_lr`).
     #[arg(long)]
     pub lr: Option<f64>,
     /// `paper`: the CSGLD paper's protocol (target in original units, unit noise precision,
     /// lr 5e-6), the default on its four data sets; `standardized`: a protocol for any target
-    /// scale (standardized target, noise precision 100, lr 3e-3 / N), the default elsewhere.
+    /// scale (standardized target, noise precision 100, lr 1e-3 / N), the default elsewhere.
     #[arg(long, value_enum)]
     pub protocol: Option<ProtocolChoice>,
     /// Temperature (default: the paper's per dataset).
