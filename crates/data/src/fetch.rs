@@ -123,7 +123,30 @@ pub(crate) fn download(url: &str, path: &Path) -> Result<(), DataError> {
     } else {
         return Err(fail("only http:// and https:// URLs are supported".into()));
     };
-    fs::write(path, bytes).map_err(|e| io_or_missing(path, e))
+    // The file reaches the disk before the folder holding it is renamed into place.
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(path)?;
+        std::io::Write::write_all(&mut f, &bytes)?;
+        f.sync_all()
+    };
+    write().map_err(|e| io_or_missing(path, e))
+}
+
+/// Moves the verified download folder `tmp` to `dir` (replacing an earlier, broken copy) and
+/// syncs the parent folder, so that a crash leaves either the old state or the whole new
+/// folder. The files inside were synced by [`download`].
+pub(crate) fn commit_folder(tmp: &Path, dir: &Path) -> Result<(), DataError> {
+    let _ = fs::remove_dir_all(dir);
+    fs::rename(tmp, dir).map_err(|e| {
+        let _ = fs::remove_dir_all(tmp);
+        io_or_missing(dir, e)
+    })?;
+    if let Some(parent) = dir.parent() {
+        fs::File::open(parent)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_or_missing(parent, e))?;
+    }
+    Ok(())
 }
 
 /// GET `host[:port]/path` over plain HTTP/1.1 (`Connection: close`, no chunked bodies).
@@ -272,8 +295,7 @@ pub fn fetch_uci(base: &str, root: &Path, known: &[Known]) -> Result<Vec<PathBuf
             let _ = fs::remove_dir_all(&tmp);
             return Err(e);
         }
-        let _ = fs::remove_dir_all(&dir);
-        fs::rename(&tmp, &dir).map_err(|e| io_or_missing(&dir, e))?;
+        commit_folder(&tmp, &dir)?;
         done.push(dir);
     }
     Ok(done)

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use crate::digits::{DIGITS_CONTENT_SHA256, Digits, locate};
 use crate::error::DataError;
-use crate::fetch::{download, io_or_missing};
+use crate::fetch::{commit_folder, download, io_or_missing};
 use crate::idx::read_payload;
 
 /// The public upstream of the digits file (`BASE/optdigits.tes`).
@@ -73,11 +73,7 @@ pub fn fetch_digits_with(base: &str, root: &Path, expected: &str) -> Result<Path
         let _ = fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    let _ = fs::remove_dir_all(&dir);
-    fs::rename(&tmp, &dir).map_err(|e| {
-        let _ = fs::remove_dir_all(&tmp);
-        io_or_missing(&dir, e)
-    })?;
+    commit_folder(&tmp, &dir)?;
     Ok(dir)
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::DataError;
-use crate::fetch::{download, hex, io_or_missing};
+use crate::fetch::{commit_folder, download, hex, io_or_missing};
 use crate::idx::read_payload;
 use crate::mnist::{FILES, ImageData, locate};
 
@@ -115,8 +115,7 @@ pub fn fetch_images(base: &str, root: &Path, known: &ImageKnown) -> Result<PathB
         let _ = fs::remove_dir_all(&tmp);
         return Err(e);
     }
-    let _ = fs::remove_dir_all(&dir);
-    fs::rename(&tmp, &dir).map_err(|e| io_or_missing(&dir, e))?;
+    commit_folder(&tmp, &dir)?;
     Ok(dir)
 }
 
