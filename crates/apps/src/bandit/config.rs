@@ -44,12 +44,13 @@ impl BanditConfig {
     ///
     /// * `paper`: thesis E.4.3, 2000 steps of 20 pulls, 1024 initial pulls, buffer 4096,
     ///   batch 512, 16 iterations, MLP (100, 100).
-    /// * `quick`: 300 steps, 256 initial pulls, buffer 2048, batch 128, 4 iterations, MLP (50, 50).
+    /// * `quick`: 500 steps, 512 initial pulls, buffer 4096, batch 256, 8 iterations, MLP
+    ///   (100, 100).
     /// * `tiny`: a smoke test of seconds.
     pub fn preset(name: &str, agents: &[String], seeds: u64) -> Result<Self, AppError> {
         let (steps, initial_pulls, buffer, batch, iters, hidden) = match name {
             "paper" => (2000, 1024, 4096, 512, 16, vec![100, 100]),
-            "quick" => (300, 256, 2048, 128, 4, vec![50, 50]),
+            "quick" => (500, 512, 4096, 256, 8, vec![100, 100]),
             "tiny" => (8, 40, 200, 32, 2, vec![8]),
             _ => {
                 return Err(AppError::Usage(format!(

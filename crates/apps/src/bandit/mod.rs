@@ -4,6 +4,30 @@
 //! it; the Langevin agents act on the chains' current parameters (Thompson sampling).
 //! Outputs the cumulative expected regret per agent and seed (`regret.csv`), its mean with
 //! +- one standard error bands (`regret.png`) and the final regret per agent (`summary.json`).
+//!
+//! The protocol is in [`run`] (loop), [`env`] (rewards, regret), [`agents`] (samplers, acting)
+//! and [`config`] (presets). Where it departs from the reference code
+//! (`contextual_bandits/` of the ICSGLD repository):
+//!
+//! * The network maps `[one-hot mushroom, one-hot action]` to one predicted reward (the
+//!   reference: the mushroom to one output per action, the loss on the chosen action's),
+//!   so the registry's closed-form MLP posterior (Gaussian, MSE) is the target as it is.
+//! * The likelihood's `N` is the buffer's size at each round (the reference: the capacity 4096).
+//! * Regret is the oracle's expected reward minus the expected reward of the action taken (the
+//!   reference subtracts the drawn reward), which removes the +5 / -35 coin from the curves.
+//! * An agent's chains share each step's minibatch (the reference draws one per chain).
+//! * Contour agents use the registry's samplers as they are: every chain's bin enters the
+//!   field, the top bin included, and the acting weight is `theta[J]^zeta + 1e-3` in every bin
+//!   (the reference leaves top-bin chains out of the field, moves them with multiplier 1 and
+//!   weighs them `1e-3`); `omega_k = min(0.01, 1 / (k^0.6 + 100))` (the reference: 0.03 after a
+//!   10% warm-up). The energies (`N` times the mean squared error, in the tens of thousands
+//!   while the buffer holds the random initial pulls) lie above the `m du = 1000` the thesis'
+//!   partition spans, as the reference's do, so the chains mostly sit in the top bin (an
+//!   estimate from the residuals, not measured: some 120 eaten poisonous mushrooms at +-20
+//!   each among 512 random pulls already give 5e4).
+//! * EpsGreedy is SGD with a decaying lr and uniform exploration, the reference's command for
+//!   it (`-c sgld -decay 0.999 -epsilon 0.003`, temperature 0), not RMSprop.
+//! * Dropout is not implemented.
 
 pub mod agents;
 pub mod config;
