@@ -39,6 +39,9 @@ pub enum Command {
     Mnist(crate::mnist::MnistArgs),
     /// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP over the 8x8 digits, streaming BMA.
     Digits(crate::digits::DigitsArgs),
+    /// The mushroom contextual bandit (thesis 6.4.3): cumulative regret of EpsGreedy, SGD and
+    /// Langevin agents (pSGLD, pCSGLD, pICSGLD) with Thompson sampling.
+    Bandit(crate::bandit::BanditArgs),
     /// Predict with a saved posterior (a run written with --save-samples) on new inputs.
     Predict(crate::predict::PredictArgs),
     /// Fetch or verify benchmark data.
@@ -188,6 +191,7 @@ where
         Command::Data(c) => crate::data_cmd::run(&c),
         Command::Mnist(a) => crate::mnist::run(&a),
         Command::Digits(a) => crate::digits::run(&a),
+        Command::Bandit(a) => crate::bandit::run(&a),
         Command::Predict(a) => crate::predict::run(&a),
     }
 }

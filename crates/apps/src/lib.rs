@@ -4,6 +4,7 @@
 //! errors. Exit codes: 0 success, 2 bad usage, bad input or an output that cannot be written,
 //! 1 a run that failed (e.g. divergence).
 
+pub mod bandit;
 pub mod bench;
 pub mod cli;
 pub mod data_cmd;

@@ -213,9 +213,27 @@ pub fn lines(
     y_desc: &str,
     series: &[(&str, Vec<(f64, f64)>)],
 ) -> Result<(), AppError> {
+    lines_with_bands(path, title, x_desc, y_desc, series, &[])
+}
+
+/// A line chart of named series, series `i` over the shaded band `bands[i]` of `(x, low,
+/// high)` points when there is one (e.g. the mean +- one standard error).
+pub fn lines_with_bands(
+    path: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(&str, Vec<(f64, f64)>)],
+    bands: &[Vec<(f64, f64, f64)>],
+) -> Result<(), AppError> {
+    let band_pts = bands
+        .iter()
+        .flatten()
+        .flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
     let pts = series
         .iter()
-        .flat_map(|s| s.1.iter())
+        .flat_map(|s| s.1.iter().copied())
+        .chain(band_pts)
         .filter(|p| p.0.is_finite() && p.1.is_finite());
     let (mut x0, mut x1, mut y0, mut y1) = (
         f64::INFINITY,
@@ -246,6 +264,17 @@ pub fn lines(
                 .x_desc(x_desc)
                 .y_desc(y_desc)
                 .draw()?;
+        }
+        for (i, band) in bands.iter().enumerate().filter(|b| !b.1.is_empty()) {
+            let color = Palette99::pick(i).mix(0.2);
+            let outline = band
+                .iter()
+                .map(|&(x, _, hi)| (x, hi))
+                .chain(band.iter().rev().map(|&(x, lo, _)| (x, lo)));
+            chart.draw_series(std::iter::once(Polygon::new(
+                outline.collect::<Vec<_>>(),
+                color.filled(),
+            )))?;
         }
         for (i, (name, pts)) in series.iter().enumerate() {
             let color = Palette99::pick(i).to_rgba();

@@ -60,6 +60,20 @@ pub enum DataError {
         /// Number of rows or columns it indexes into.
         len: usize,
     },
+    /// A categorical cell is not a category (e.g. a class other than `e` / `p`, an empty cell).
+    #[error("{}:{line}: column {column}: `{cell}` is not a category ({why})", path.display())]
+    Category {
+        /// The data file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// 1-based column number.
+        column: usize,
+        /// The offending text.
+        cell: String,
+        /// What a cell of that column must be.
+        why: &'static str,
+    },
     /// A file or collection that must not be empty is empty.
     #[error("{}: no {what}", path.display())]
     Empty {

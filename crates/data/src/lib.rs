@@ -12,6 +12,7 @@ pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
 pub mod mnist;
+pub mod mushroom;
 mod splitmix;
 #[cfg(test)]
 mod test_dir;
@@ -20,6 +21,7 @@ pub mod uci;
 pub use digits::Digits;
 pub use error::DataError;
 pub use mnist::{ImageData, ImageSet};
+pub use mushroom::Mushrooms;
 pub use uci::{Split, SplitData, Standardizer, UciDataset};
 
 /// Where tests find the shared datasets: `$SGMCMC_DATA_DIR`, else `../shared/datasets` relative

@@ -1,0 +1,252 @@
+//! One agent on one seed: the bandit loop over the engine's [`Run`].
+//!
+//! Bandit step `t` (of `steps`): `pulls` mushrooms drawn uniformly with replacement; for each,
+//! the agent acts (uniformly at random while fewer than `initial_pulls` pulls were made), the
+//! reward is drawn and `(mushroom, action, reward)` joins the replay buffer (the oldest leaves
+//! beyond `buffer`); then, once the buffer holds `initial_pulls` entries, the sampler takes
+//! `iters * iters_factor` steps on minibatches of `batch` drawn without replacement from the
+//! buffer, with `N` the buffer's size. The network maps `[one-hot mushroom, one-hot action]` to
+//! the predicted reward.
+
+use std::collections::VecDeque;
+
+use burn::tensor::{Device, Tensor, TensorData};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use sgmcmc_data::Mushrooms;
+use sgmcmc_engine::{BatchSource, Run, RunError, init};
+use sgmcmc_models::posterior::Batch;
+use sgmcmc_models::{Activation, Mlp, MlpConfig, Network, Targets};
+use sgmcmc_samplers::control::Schedule;
+use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
+use sgmcmc_samplers::sampler::Sampler;
+
+use super::agents::{AgentConfig, acting_weights};
+use super::config::BanditConfig;
+use super::env::{self, Action};
+use super::target::BufferPosterior;
+use crate::error::AppError;
+
+type BanditSampler = AnySampler<ModuleEnsemble<Mlp, BufferPosterior>>;
+
+/// One pull in the buffer.
+#[derive(Clone, Copy, Debug)]
+struct Pull {
+    mushroom: usize,
+    action: Action,
+    reward: f64,
+}
+
+/// The network's input row of `mushroom` with `action`.
+fn input(data: &Mushrooms, mushroom: usize, action: Action, row: &mut Vec<f32>) {
+    row.extend_from_slice(data.row(mushroom));
+    row.extend([0.0, 0.0]);
+    let at = row.len() - 2 + action.index();
+    row[at] = 1.0;
+}
+
+/// Minibatches drawn without replacement from the buffer (one draw per sampler step).
+struct BufferBatches<'a> {
+    data: &'a Mushrooms,
+    buffer: &'a VecDeque<Pull>,
+    batch: usize,
+    rng: &'a mut StdRng,
+    device: &'a Device,
+}
+
+impl BatchSource for BufferBatches<'_> {
+    type Batch = Batch<Tensor<2>>;
+
+    fn batches_per_epoch(&self) -> Option<u64> {
+        None
+    }
+
+    fn batch(&mut self, _: u64, _: u64) -> Result<Self::Batch, RunError> {
+        let picks = rand::seq::index::sample(self.rng, self.buffer.len(), self.batch);
+        let width = self.data.width + 2;
+        let mut x = Vec::with_capacity(self.batch * width);
+        let mut y = Vec::with_capacity(self.batch);
+        for i in picks {
+            let p = self.buffer[i];
+            input(self.data, p.mushroom, p.action, &mut x);
+            y.push(p.reward as f32);
+        }
+        Ok(Batch {
+            x: Tensor::from_data(TensorData::new(x, [self.batch, width]), self.device),
+            y: Targets::Real(Tensor::from_data(
+                TensorData::new(y, [self.batch, 1]),
+                self.device,
+            )),
+        })
+    }
+}
+
+/// The agent's sampler over `agent.chains` freshly initialised networks.
+fn sampler(
+    config: &BanditConfig,
+    agent: &AgentConfig,
+    width: usize,
+    posterior: BufferPosterior,
+    seed: u64,
+    device: &Device,
+) -> Result<BanditSampler, AppError> {
+    let iters = config.iters * agent.iters_factor;
+    let total = config.steps * iters;
+    let mut spec = agent
+        .sampler
+        .spec(&BuildContext::steps(total).chains(agent.chains))?;
+    if agent.lr_decay != 1.0 {
+        let SamplerSpec::Plain(plain) = &mut spec else {
+            return Err(AppError::Usage(format!(
+                "bandit agent {}: lr_decay needs a plain sampler",
+                agent.name
+            )));
+        };
+        // One "epoch" per training round: lr * decay^round.
+        plain.lr = Schedule::StepDecay {
+            initial: agent.sampler.lr,
+            gamma: agent.lr_decay,
+            every_epochs: 1,
+            steps_per_epoch: iters,
+        };
+    }
+    let net = MlpConfig {
+        inputs: width + 2,
+        hidden: config.hidden.clone(),
+        outputs: 1,
+        activation: Activation::Relu,
+    };
+    let models = (0..agent.chains as u64)
+        .map(|p| {
+            init::seeded(device, seed.wrapping_mul(1_000_003).wrapping_add(p), || {
+                net.init(device)
+            })
+        })
+        .collect();
+    let ensemble = ModuleEnsemble::new(posterior, models, seed)?;
+    Ok(spec.build(ensemble, seed)?)
+}
+
+/// Predicted rewards of eating minus passing for `mushrooms`, the weighted mean over chains.
+fn eat_advantage(
+    sampler: &BanditSampler,
+    weights: &[f64],
+    data: &Mushrooms,
+    mushrooms: &[usize],
+    device: &Device,
+) -> Result<Vec<f64>, AppError> {
+    let width = data.width + 2;
+    let mut x = Vec::with_capacity(2 * mushrooms.len() * width);
+    for &m in mushrooms {
+        input(data, m, Action::Pass, &mut x);
+        input(data, m, Action::Eat, &mut x);
+    }
+    let x = Tensor::<2>::from_data(TensorData::new(x, [2 * mushrooms.len(), width]), device);
+    let mut adv = vec![0.0; mushrooms.len()];
+    for (model, w) in sampler.ensemble().modules().zip(weights) {
+        let f = model
+            .forward(x.clone())
+            .into_data()
+            .try_into_vec::<f32>()
+            .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
+        for (i, a) in adv.iter_mut().enumerate() {
+            *a += w * f64::from(f[2 * i + 1] - f[2 * i]);
+        }
+    }
+    Ok(adv)
+}
+
+/// Random streams of one run: the environment's (mushrooms, coins) depend on the seed only,
+/// so every agent meets the same mushrooms.
+struct Streams {
+    mushrooms: StdRng,
+    coins: StdRng,
+    explore: StdRng,
+    batches: StdRng,
+}
+
+impl Streams {
+    fn new(seed: u64) -> Self {
+        let s = |k: u64| StdRng::seed_from_u64(seed.wrapping_mul(4).wrapping_add(k));
+        Self {
+            mushrooms: s(0),
+            coins: s(1),
+            explore: s(2),
+            batches: s(3),
+        }
+    }
+}
+
+/// The cumulative expected regret after each bandit step of `agent` on `seed`.
+pub fn run_agent(
+    config: &BanditConfig,
+    agent: &AgentConfig,
+    data: &Mushrooms,
+    seed: u64,
+    device: &Device,
+) -> Result<Vec<f64>, AppError> {
+    let posterior = BufferPosterior::new(config.noise_precision, config.prior_precision);
+    let mut sampler = sampler(config, agent, data.width, posterior.clone(), seed, device)?;
+    let iters = config.iters * agent.iters_factor;
+    let mut rng = Streams::new(seed);
+    let mut buffer: VecDeque<Pull> = VecDeque::with_capacity(config.buffer);
+    let mut weights = acting_weights(&[], agent.chains);
+    let (mut pulls, mut regret) = (0usize, 0.0);
+    let mut curve = Vec::with_capacity(config.steps as usize);
+    for _ in 0..config.steps {
+        let mushrooms: Vec<usize> = (0..config.pulls)
+            .map(|_| rng.mushrooms.random_range(0..data.len()))
+            .collect();
+        let trained = sampler.steps_done() > 0;
+        let advantage = if trained {
+            eat_advantage(&sampler, &weights, data, &mushrooms, device)?
+        } else {
+            Vec::new()
+        };
+        for (i, &m) in mushrooms.iter().enumerate() {
+            let random = pulls < config.initial_pulls || rng.explore.random_bool(agent.epsilon);
+            let action = if random || !trained {
+                if rng.explore.random_bool(0.5) {
+                    Action::Eat
+                } else {
+                    Action::Pass
+                }
+            } else if advantage[i] > 0.0 {
+                Action::Eat
+            } else {
+                Action::Pass
+            };
+            let poisonous = data.poisonous[m];
+            let reward = env::reward(poisonous, action, rng.coins.random_bool(0.5));
+            regret += env::regret(poisonous, action);
+            if buffer.len() == config.buffer {
+                buffer.pop_front();
+            }
+            buffer.push_back(Pull {
+                mushroom: m,
+                action,
+                reward,
+            });
+            pulls += 1;
+        }
+        curve.push(regret);
+        if buffer.len() >= config.initial_pulls.max(config.batch) {
+            posterior.set_n(buffer.len());
+            let mut batches = BufferBatches {
+                data,
+                buffer: &buffer,
+                batch: config.batch,
+                rng: &mut rng.batches,
+                device,
+            };
+            Run::steps(sampler.steps_done() + iters)
+                .run(&mut sampler, &mut batches)
+                .map_err(|e| {
+                    AppError::Run(format!("bandit agent {} seed {seed}: {e}", agent.name))
+                })?;
+            weights = acting_weights(&sampler.report().log_weights, agent.chains);
+        }
+    }
+    Ok(curve)
+}
