@@ -171,14 +171,25 @@ pub enum DataError {
         why: String,
     },
     /// A verified set holds a different number of items than the official one.
-    #[error("{}: {got} images, the official set has {expected}", path.display())]
+    #[error("{}: {got} {what} images, the official set has {expected}", path.display())]
     Count {
         /// The file (or folder) counted.
         path: PathBuf,
+        /// Which set: "training" or "test".
+        what: &'static str,
         /// Items found.
         got: usize,
         /// Items of the official set.
         expected: usize,
+    },
+    /// A `.tar.gz` archive could not be unpacked.
+    #[error("{}: corrupt tar.gz archive: {source}", path.display())]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
     },
     /// Anything else that makes the dataset unusable, with a message naming file and line.
     #[error("{0}")]

@@ -6,10 +6,12 @@
 //! batcher.
 
 pub mod cifar;
+pub mod color_synthetic;
 pub mod datasets;
 pub mod digits;
 pub mod error;
 pub mod fetch;
+pub mod fetch_color;
 pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
