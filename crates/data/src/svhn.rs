@@ -9,6 +9,7 @@
 //! 0, so labels are the digits `0..10`.
 
 use std::fs;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use matfile::{MatFile, NumericData};
@@ -76,17 +77,23 @@ pub fn read_svhn(path: &Path) -> Result<Images, DataError> {
         path: path.to_path_buf(),
         why,
     };
-    let raw = fs::read(path).map_err(|e| io_or_missing(path, e))?;
-    if !raw.starts_with(b"MATLAB 5.0 MAT-file") {
-        let head = String::from_utf8_lossy(&raw[..raw.len().min(19)]).into_owned();
+    // The header is checked first; the file is then parsed from disk (no second copy).
+    let mut file = fs::File::open(path).map_err(|e| io_or_missing(path, e))?;
+    let mut head = Vec::with_capacity(19);
+    (&mut file)
+        .take(19)
+        .read_to_end(&mut head)
+        .and_then(|_| file.seek(SeekFrom::Start(0)))
+        .map_err(|e| io_or_missing(path, e))?;
+    if head != b"MATLAB 5.0 MAT-file" {
+        let head = String::from_utf8_lossy(&head).into_owned();
         return Err(bad(format!(
             "header starts `{}`, not `MATLAB 5.0 MAT-file` (only v5 files are read; v7.3 is HDF5)",
             head.escape_debug()
         )));
     }
-    let mat = MatFile::parse(raw.as_slice())
+    let mat = MatFile::parse(std::io::BufReader::new(file))
         .map_err(|e| bad(format!("{e} (the file may be truncated or corrupt)")))?;
-    drop(raw);
     let x = mat
         .find_by_name("X")
         .ok_or_else(|| bad("no numeric array `X` (the file may be truncated or corrupt)".into()))?;
