@@ -5,7 +5,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::cli::{fails_with, sgmcmc, succeeds, tmp};
+use common::cli::{fails_with, serve, sgmcmc, succeeds, tmp};
 
 /// The `summary.json` of a run directory.
 fn summary(dir: &std::path::Path) -> serde_json::Value {
@@ -302,7 +302,7 @@ fn data_verify_names_the_missing_file() {
     let dir = tmp("verify");
     fails_with(&["data", "verify", dir.to_str().unwrap()], 2, "no dataset");
     fails_with(
-        &["data", "fetch", "cifar10", "--to", dir.to_str().unwrap()],
+        &["data", "fetch", "cifar-10", "--to", dir.to_str().unwrap()],
         2,
         "unknown benchmark",
     );
@@ -310,37 +310,6 @@ fn data_verify_names_the_missing_file() {
 
 #[test]
 fn data_fetch_mnist_refuses_a_bad_checksum_and_verify_checks_image_folders() {
-    use std::io::{BufRead, BufReader, Write};
-    // A loopback server answering `GET /FILE` from `root` for `n` requests (404 when missing).
-    fn serve(root: PathBuf, n: usize) -> String {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().take(n) {
-                let mut s = stream.unwrap();
-                let mut reader = BufReader::new(&s);
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                let mut header = String::new();
-                while reader.read_line(&mut header).unwrap_or(0) > 2 {
-                    header.clear();
-                }
-                let path = line.split_whitespace().nth(1).unwrap_or("/");
-                let (status, body) = match std::fs::read(root.join(path.trim_start_matches('/'))) {
-                    Ok(b) => ("200 OK", b),
-                    Err(_) => ("404 Not Found", b"missing".to_vec()),
-                };
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&body);
-            }
-        });
-        format!("http://{addr}")
-    }
-
     // A synthetic upstream: well-formed files that fail the real MNIST checksums.
     let up = tmp("mnist-up");
     sgmcmc_data::mnist::write_synthetic(&up, 12, 4, 20, 8, 1).unwrap();

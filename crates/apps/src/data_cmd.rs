@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 use sgmcmc_data::fetch::{UCI_UPSTREAM, fetch_uci, table1, verify_dir};
+use sgmcmc_data::fetch_color::{color_benchmark, fetch_color};
 use sgmcmc_data::fetch_digits::{DIGITS_UPSTREAM, fetch_digits};
 use sgmcmc_data::fetch_mnist::{fetch_images, image_benchmark};
 
@@ -17,18 +18,24 @@ pub enum DataCommand {
         /// Which benchmark: `uci` (Energy, Concrete, Yacht, Wine with their 20 splits, into
         /// `DIR/NAME/`), `mnist` or `fashion-mnist` (the four gzip IDX files, into `DIR/mnist/`
         /// or `DIR/fashion-mnist/`), `digits` (UCI optdigits test set, 1797 8x8 images, into
-        /// `DIR/digits/digits.csv`).
+        /// `DIR/digits/digits.csv`), `cifar10` or `cifar100` (the binary version's `*.bin` files,
+        /// unpacked from its tarball into `DIR/cifar10/` or `DIR/cifar100/`), `svhn`
+        /// (`train_32x32.mat` and `test_32x32.mat` into `DIR/svhn/`). The colour sets are
+        /// checked by their image counts (no official SHA-256 is pinned yet); their content
+        /// hash is printed.
         what: String,
         /// Directory to write.
         #[arg(long)]
         to: PathBuf,
         /// Upstream base URL (`uci`: `BASE/NAME/data/FILE`; images: `BASE/FILE.gz`; digits:
-        /// `BASE/optdigits.tes`); default: the benchmark's public upstream.
+        /// `BASE/optdigits.tes`; cifar: `BASE/cifar-10-binary.tar.gz`; svhn: `BASE/FILE.mat`);
+        /// default: the benchmark's public upstream.
         #[arg(long)]
         base_url: Option<String>,
     },
     /// Verify the dataset folders found in DIR (UCI `DIR/NAME` or `DIR/uci/NAME`, `DIR/mnist`,
-    /// `DIR/fashion-mnist`, `DIR/digits`): checksums and layout.
+    /// `DIR/fashion-mnist`, `DIR/digits`, `DIR/cifar10`, `DIR/cifar100`, `DIR/svhn`): checksums
+    /// (image counts for the colour sets) and layout.
     Verify {
         /// The directory holding the dataset folders.
         dir: PathBuf,
@@ -52,9 +59,14 @@ pub fn run(c: &DataCommand) -> Result<(), AppError> {
                     to,
                     &k,
                 )?]
+            } else if let Some(k) = color_benchmark(what) {
+                let (dir, hash) = fetch_color(base_url.as_deref().unwrap_or(&k.upstream), to, &k)?;
+                println!("content sha256 {hash}");
+                vec![dir]
             } else {
                 return Err(AppError::Usage(format!(
-                    "unknown benchmark `{what}` (known: uci, mnist, fashion-mnist, digits)"
+                    "unknown benchmark `{what}` (known: uci, mnist, fashion-mnist, digits, \
+                     cifar10, cifar100, svhn)"
                 )));
             };
             for dir in dirs {

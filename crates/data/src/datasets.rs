@@ -5,6 +5,7 @@
 //! | data | item | batcher | batch |
 //! |---|---|---|---|
 //! | [`ImageSet`] (MNIST, Fashion-MNIST) | [`ImageItem`] | [`ImageBatcher`] | `[n, 1, rows, cols]` normalised pixels, `[n]` labels |
+//! | [`Images`] (CIFAR-10/100, SVHN; any channels) | [`ImageItem`] | [`ImageBatcher`] | `[n, channels, rows, cols]` normalised pixels, `[n]` labels |
 //! | [`Digits`] | [`ClassItem`] | [`ClassBatcher`] | `[n, 64]` features in `[0, 1]`, `[n]` labels |
 //! | [`SplitData`] (UCI) train / test | [`RowItem`] | [`RowBatcher`] | `[n, d]` standardized features, `[n, 1]` targets |
 
@@ -13,6 +14,7 @@ use burn::data::dataset::{Dataset, DatasetError};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 use crate::digits::Digits;
+use crate::images::Images;
 use crate::mnist::ImageSet;
 use crate::uci::SplitData;
 
@@ -26,10 +28,12 @@ fn missing(index: usize, len: usize) -> DatasetError {
 /// One image and its label.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImageItem {
-    /// `rows * cols` pixels, row-major.
+    /// `channels * rows * cols` pixels, `[channels, rows, cols]` row-major.
     pub pixels: Vec<u8>,
     /// Class label.
     pub label: u8,
+    /// Channels (1 for MNIST, 3 for CIFAR and SVHN).
+    pub channels: usize,
     /// Height.
     pub rows: usize,
     /// Width.
@@ -45,6 +49,7 @@ impl Dataset<ImageItem> for ImageSet {
         Ok(ImageItem {
             pixels: self.images[index * p..(index + 1) * p].to_vec(),
             label: self.labels[index],
+            channels: 1,
             rows: self.rows,
             cols: self.cols,
         })
@@ -55,7 +60,27 @@ impl Dataset<ImageItem> for ImageSet {
     }
 }
 
-/// Batches images as `((p / 255 - mean) / std)` in `[n, 1, rows, cols]` with their labels.
+impl Dataset<ImageItem> for Images {
+    fn get(&self, index: usize) -> Result<ImageItem, DatasetError> {
+        if index >= self.len() {
+            return Err(missing(index, self.len()));
+        }
+        Ok(ImageItem {
+            pixels: self.image(index).to_vec(),
+            label: self.labels[index],
+            channels: self.channels,
+            rows: self.rows,
+            cols: self.cols,
+        })
+    }
+
+    fn len(&self) -> usize {
+        Images::len(self)
+    }
+}
+
+/// Batches images as `((p / 255 - mean) / std)` in `[n, channels, rows, cols]` with their
+/// labels (the same `mean` and `std` for every channel).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ImageBatcher {
     /// Pixel mean after scaling to `[0, 1]`.
@@ -66,7 +91,9 @@ pub struct ImageBatcher {
 
 impl Batcher<ImageItem, (Tensor<4>, Tensor<1, Int>)> for ImageBatcher {
     fn batch(&self, items: Vec<ImageItem>, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
-        let (rows, cols) = items.first().map_or((0, 0), |i| (i.rows, i.cols));
+        let (channels, rows, cols) = items
+            .first()
+            .map_or((0, 0, 0), |i| (i.channels, i.rows, i.cols));
         let lut: Vec<f32> = (0..=255u8)
             .map(|p| (f32::from(p) / 255.0 - self.mean) / self.std)
             .collect();
@@ -77,7 +104,7 @@ impl Batcher<ImageItem, (Tensor<4>, Tensor<1, Int>)> for ImageBatcher {
         let labels: Vec<i64> = items.iter().map(|i| i64::from(i.label)).collect();
         let n = items.len();
         (
-            Tensor::from_data(TensorData::new(pixels, [n, 1, rows, cols]), device),
+            Tensor::from_data(TensorData::new(pixels, [n, channels, rows, cols]), device),
             Tensor::from_data(TensorData::new(labels, [n]), device),
         )
     }
@@ -234,6 +261,40 @@ mod tests {
                 .try_into_vec::<i64>()
                 .unwrap(),
             vec![7, 3]
+        );
+    }
+
+    #[test]
+    fn colour_images_batch_channel_first() {
+        // One 2-channel 1x2 image: channel 0 = [0, 51], channel 1 = [102, 255].
+        let set = Images {
+            pixels: vec![0, 51, 102, 255],
+            labels: vec![6],
+            channels: 2,
+            rows: 1,
+            cols: 2,
+            classes: 10,
+        };
+        let item = set.get(0).unwrap();
+        assert_eq!(item.channels, 2);
+        assert!(set.get(1).is_err());
+        let (x, y) = ImageBatcher {
+            mean: 0.0,
+            std: 1.0,
+        }
+        .batch(vec![item], &Device::flex());
+        assert_eq!(x.dims(), [1, 2, 1, 2]);
+        // p / 255 exactly: 51 / 255 = 0.2, 102 / 255 = 0.4 (f32 rounding only).
+        let got = x.into_data().try_into_vec::<f32>().unwrap();
+        for (g, e) in got.iter().zip([0.0, 0.2, 0.4, 1.0]) {
+            assert!((g - e).abs() < 1e-6, "{got:?}");
+        }
+        assert_eq!(
+            y.into_data()
+                .convert::<i64>()
+                .try_into_vec::<i64>()
+                .unwrap(),
+            vec![6]
         );
     }
 }

@@ -163,6 +163,48 @@ pub enum DataError {
         /// The folder names looked for, comma-separated.
         looked_for: String,
     },
+    /// A file of fixed-size records (CIFAR binary) is empty or not a whole number of records.
+    #[error(
+        "{}: {len} bytes is not a positive multiple of the {record}-byte record (truncated or corrupt file)",
+        path.display()
+    )]
+    RecordLength {
+        /// The record file.
+        path: PathBuf,
+        /// Bytes per record.
+        record: usize,
+        /// Bytes in the file.
+        len: usize,
+    },
+    /// A MATLAB file is unreadable or lacks what the reader needs.
+    #[error("{}: bad MATLAB file: {why}", path.display())]
+    Mat {
+        /// The `.mat` file.
+        path: PathBuf,
+        /// What is wrong, e.g. "no array `X`", "`X` has dims [32, 32, 2, 5], expected [32, 32, 3, n]".
+        why: String,
+    },
+    /// A verified set holds a different number of items than the official one.
+    #[error("{}: {got} {what} images, the official set has {expected}", path.display())]
+    Count {
+        /// The file (or folder) counted.
+        path: PathBuf,
+        /// Which set: "training" or "test".
+        what: &'static str,
+        /// Items found.
+        got: usize,
+        /// Items of the official set.
+        expected: usize,
+    },
+    /// A `.tar.gz` archive could not be unpacked.
+    #[error("{}: corrupt tar.gz archive: {source}", path.display())]
+    Archive {
+        /// The archive.
+        path: PathBuf,
+        /// The decoder's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Anything else that makes the dataset unusable, with a message naming file and line.
     #[error("{0}")]
     Invalid(String),

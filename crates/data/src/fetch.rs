@@ -5,8 +5,9 @@
 //! `data.txt` against its SHA-256 and every folder against the reader's validation, and only
 //! then moves the folder into place: nothing half-written is left behind. `verify_uci` checks
 //! an existing directory the same way, and `verify_dir` checks every known dataset folder
-//! (UCI, MNIST, Fashion-MNIST, digits) found in a directory. MNIST-style sets are fetched by
-//! [`crate::fetch_mnist`], the digits by [`crate::fetch_digits`], with the same machinery.
+//! (UCI, MNIST, Fashion-MNIST, digits, CIFAR-10/100, SVHN) found in a directory. MNIST-style
+//! sets are fetched by [`crate::fetch_mnist`], the digits by [`crate::fetch_digits`], the colour
+//! sets by [`crate::fetch_color`], with the same machinery.
 
 use std::fs;
 use std::io::Read;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::DataError;
+use crate::fetch_color::{color_benchmarks, verify_color};
 use crate::fetch_digits::verify_digits;
 use crate::fetch_mnist::{image_benchmarks, verify_images};
 use crate::uci::UciDataset;
@@ -235,7 +237,7 @@ pub fn verify_uci(root: &Path, known: &[Known]) -> Result<Vec<PathBuf>, DataErro
 
 /// Verifies every known dataset folder present in `root`: the UCI sets as `root/NAME` (the
 /// layout `fetch_uci` writes) or `root/uci/NAME`, `root/mnist`, `root/fashion-mnist` and
-/// `root/digits`.
+/// `root/digits`, and the colour sets `root/cifar10`, `root/cifar100`, `root/svhn`.
 /// Returns the folders checked; fails on the first bad one, or with [`DataError::NoDatasets`]
 /// when none is there.
 pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {
@@ -264,6 +266,14 @@ pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {
         done.push(digits);
     }
     names.push("digits".into());
+    for k in color_benchmarks() {
+        let dir = root.join(&k.name);
+        if dir.is_dir() {
+            verify_color(&dir, &k)?;
+            done.push(dir);
+        }
+        names.push(k.name);
+    }
     if done.is_empty() {
         return Err(DataError::NoDatasets {
             path: root.to_path_buf(),

@@ -1,25 +1,33 @@
 //! Dataset readers for sgmcmc: UCI regression benchmark layout, MNIST / Fashion-MNIST IDX, the
-//! handwritten digits (UCI optdigits), and synthetic generators. Readers validate what they
+//! handwritten digits (UCI optdigits), CIFAR-10/100 binary, SVHN `.mat`, and synthetic
+//! generators. Readers validate what they
 //! read and return typed errors; a data directory is passed in (CLI `--data-dir`, env
 //! `SGMCMC_DATA_DIR`). [`datasets`] offers every reader's data as a burn `Dataset` with a
 //! batcher.
 
+pub mod cifar;
+pub mod color_synthetic;
 pub mod datasets;
 pub mod digits;
 pub mod error;
 pub mod fetch;
+pub mod fetch_color;
 pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
+pub mod images;
+pub mod mat_writer;
 pub mod mnist;
 pub mod mushroom;
 mod splitmix;
+pub mod svhn;
 #[cfg(test)]
 mod test_dir;
 pub mod uci;
 
 pub use digits::Digits;
 pub use error::DataError;
+pub use images::Images;
 pub use mnist::{ImageData, ImageSet};
 pub use mushroom::Mushrooms;
 pub use uci::{Split, SplitData, Standardizer, UciDataset};
