@@ -5,7 +5,7 @@
 //! Outputs the cumulative expected regret per agent and seed (`regret.csv`), its mean with
 //! +- one standard error bands (`regret.png`) and the final regret per agent (`summary.json`).
 //!
-//! The protocol is in [`run`] (loop), [`env`] (rewards, regret), [`agents`] (samplers, acting)
+//! The protocol is in [`mod@run`] (loop), [`mod@env`] (rewards, regret), [`agents`] (samplers, acting)
 //! and [`config`] (presets). Where it departs from the reference code
 //! (`contextual_bandits/` of the ICSGLD repository):
 //!
