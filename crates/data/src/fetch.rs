@@ -266,6 +266,12 @@ pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {
         done.push(digits);
     }
     names.push("digits".into());
+    let mushroom = root.join("mushroom");
+    if mushroom.is_dir() {
+        crate::mushroom::verify_mushroom(&mushroom)?;
+        done.push(mushroom);
+    }
+    names.push("mushroom".into());
     for k in color_benchmarks() {
         let dir = root.join(&k.name);
         if dir.is_dir() {

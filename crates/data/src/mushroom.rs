@@ -14,6 +14,26 @@ use crate::error::DataError;
 /// Attribute columns after the class.
 pub const ATTRIBUTES: usize = 22;
 
+/// The file in a `mushroom/` folder.
+pub const FILE: &str = "agaricus-lepiota.data";
+
+/// SHA-256 of the UCI file.
+pub const SHA256: &str = "e65d082030501a3ebcbcd7c9f7c71aa9d28fdfff463bf4cf4716a3fe13ac360e";
+
+/// Checks `dir/agaricus-lepiota.data` against [`SHA256`] and reads it (8124 rows).
+pub fn verify_mushroom(dir: &Path) -> Result<(), DataError> {
+    let path = dir.join(FILE);
+    let got = crate::fetch::sha256_file(&path)?;
+    if got != SHA256 {
+        return Err(DataError::Checksum {
+            path,
+            expected: SHA256.into(),
+            got,
+        });
+    }
+    Mushrooms::load(&path).map(|_| ())
+}
+
 /// The mushrooms as one-hot features and poisonous flags.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mushrooms {
@@ -144,6 +164,23 @@ impl Mushrooms {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verify_checks_the_digest_and_names_the_file() {
+        let dir = std::env::temp_dir().join(format!("sgmcmc-mushroom-v-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(FILE), row("e", "x", false) + "\n").unwrap();
+        let err = verify_mushroom(&dir).unwrap_err().to_string();
+        assert!(err.contains(FILE), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+        // The real file, where the shared datasets are.
+        let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets/mushroom");
+        if real.join(FILE).exists() {
+            verify_mushroom(&real).unwrap();
+        } else {
+            println!("skipped the real file: {} is absent", real.display());
+        }
+    }
 
     fn row(class: &str, first: &str, missing: bool) -> String {
         let mut cells = vec![class.to_string(), first.to_string()];
