@@ -5,7 +5,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::cli::{fails_with, serve, sgmcmc, succeeds, tmp};
+use common::cli::{fails_with, sgmcmc, succeeds, tmp};
+use sgmcmc::data::loopback::serve;
 
 /// The `summary.json` of a run directory.
 fn summary(dir: &std::path::Path) -> serde_json::Value {

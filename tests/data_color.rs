@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::cli::{fails_with, serve, tmp};
+use common::cli::{fails_with, tmp};
+use sgmcmc::data::loopback::serve;
 use sgmcmc_data::color_synthetic::write_synthetic;
 use sgmcmc_data::fetch_color::ColorSet;
 

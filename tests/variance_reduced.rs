@@ -14,15 +14,11 @@ use sgmcmc::samplers::sampler::{
 const N: usize = 10_000;
 const BATCH: usize = 100;
 
-fn sampler(
-    data: &MixtureData,
-    lr: f64,
-    control: Option<ControlSettings>,
-    every: u64,
-) -> VarianceReduced<HostEnsemble<MixtureData>> {
-    let replica = ReplicaConfig {
+/// reSGLD x 2 at temperatures `taus`, both rungs at `lr`, F = 1, `sigma2_hat` starting at 0.
+fn resgld(taus: [f64; 2], lr: f64) -> ReplicaConfig {
+    ReplicaConfig {
         kernel: Kernel::Sgld,
-        ladder: Ladder::tempered(vec![10.0, 1000.0], vec![lr, lr]).unwrap(),
+        ladder: Ladder::tempered(taus.to_vec(), vec![lr, lr]).unwrap(),
         scheme: SwapScheme::Adjacent,
         rule: SwapRule::Metropolis {
             correction: 1.0,
@@ -31,9 +27,17 @@ fn sampler(
             cooling: 0,
         },
         refresh: None,
-    };
+    }
+}
+
+fn sampler(
+    data: &MixtureData,
+    lr: f64,
+    control: Option<ControlSettings>,
+    every: u64,
+) -> VarianceReduced<HostEnsemble<MixtureData>> {
     let cfg = VrConfig {
-        replica,
+        replica: resgld([10.0, 1000.0], lr),
         control,
         refresh: Some(VrRefresh { every, draws: 10 }),
     };
@@ -172,20 +176,8 @@ mod modules {
         let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 64);
         let models = init::chains(device, 3, 2, || LinearConfig::new(1, 1).init(device));
         let ens = ModuleEnsemble::new(posterior, models, 3).unwrap();
-        let replica = ReplicaConfig {
-            kernel: Kernel::Sgld,
-            ladder: Ladder::tempered(vec![1.0, 10.0], vec![1e-6, 1e-6]).unwrap(),
-            scheme: SwapScheme::Adjacent,
-            rule: SwapRule::Metropolis {
-                correction: 1.0,
-                initial_variance: 0.0,
-                smoothing: Smoothing::RunningMean,
-                cooling: 0,
-            },
-            refresh: None,
-        };
         let cfg = VrConfig {
-            replica,
+            replica: resgld([1.0, 10.0], 1e-6),
             control: Some(ControlSettings {
                 period: 5,
                 coefficient: -1.0,

@@ -63,35 +63,3 @@ pub fn fails_with(args: &[&str], code: i32, needle: &str) {
     );
     assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
-
-/// A loopback HTTP server answering `GET /FILE` from `root` for `n` requests (404 when
-/// missing); returns its base URL.
-pub fn serve(root: PathBuf, n: usize) -> String {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(n) {
-            let mut s = stream.unwrap();
-            let mut reader = BufReader::new(&s);
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
-            let mut header = String::new();
-            while reader.read_line(&mut header).unwrap_or(0) > 2 {
-                header.clear();
-            }
-            let path = line.split_whitespace().nth(1).unwrap_or("/");
-            let (status, body) = match std::fs::read(root.join(path.trim_start_matches('/'))) {
-                Ok(b) => ("200 OK", b),
-                Err(_) => ("404 Not Found", b"missing".to_vec()),
-            };
-            let head = format!(
-                "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = s.write_all(head.as_bytes());
-            let _ = s.write_all(&body);
-        }
-    });
-    format!("http://{addr}")
-}

@@ -321,45 +321,8 @@ pub fn fetch_uci(base: &str, root: &Path, known: &[Known]) -> Result<Vec<PathBuf
 pub(crate) mod tests {
     use super::*;
     use crate::uci::write_synthetic;
-    use std::io::{BufRead, BufReader, Write};
-    use std::net::TcpListener;
 
-    /// A loopback HTTP server answering GET /PATH from `root` (404 when missing), for `n`
-    /// requests.
-    pub(crate) fn serve(root: PathBuf, n: usize) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().take(n) {
-                let mut s = stream.unwrap();
-                let mut reader = BufReader::new(&s);
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                // Read the headers up to the blank line before answering.
-                let mut header = String::new();
-                while reader.read_line(&mut header).unwrap_or(0) > 2 {
-                    header.clear();
-                }
-                let path = line
-                    .split_whitespace()
-                    .nth(1)
-                    .unwrap_or("/")
-                    .trim_start_matches('/');
-                let (status, body) = match fs::read(root.join(path)) {
-                    Ok(b) => ("200 OK", b),
-                    Err(_) => ("404 Not Found", b"missing".to_vec()),
-                };
-                let head = format!(
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = s.write_all(head.as_bytes());
-                let _ = s.write_all(&body);
-            }
-        });
-        format!("http://{addr}")
-    }
-
+    pub(crate) use crate::loopback::serve;
     pub(crate) use crate::test_dir::fresh as tmp;
 
     #[test]

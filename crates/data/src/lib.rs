@@ -16,6 +16,7 @@ pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
 pub mod images;
+pub mod loopback;
 pub mod mat_writer;
 pub mod mnist;
 pub mod mushroom;

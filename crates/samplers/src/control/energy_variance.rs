@@ -68,10 +68,7 @@ impl EnergyVariance {
         if n < 2 {
             return;
         }
-        let diff = |j: usize| lower[j] - upper[j];
-        let mean = (0..n).map(diff).sum::<f64>() / n as f64;
-        let s2 = (0..n).map(|j| (diff(j) - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-        self.fold(r, 0.5 * s2);
+        self.fold(r, half_paired_variance(lower, upper));
     }
 
     fn fold(&mut self, r: usize, s2: f64) {
@@ -92,6 +89,13 @@ impl EnergyVariance {
     pub fn values(&self) -> &[f64] {
         &self.sigma2
     }
+}
+
+/// Half the sample variance of the paired differences `lower[j] - upper[j]`: the `sigma2` one
+/// refresh measures.
+pub fn half_paired_variance(lower: &[f64], upper: &[f64]) -> f64 {
+    let diff: Vec<f64> = lower.iter().zip(upper).map(|(a, b)| a - b).collect();
+    0.5 * sample_variance(&diff)
 }
 
 /// Sample variance (divisor `n - 1`) of `v`; 0 for fewer than two values.

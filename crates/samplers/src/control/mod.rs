@@ -17,7 +17,7 @@ pub mod weights;
 
 pub use control_variate::ControlVariate;
 pub use cyclical::{Cyclical, Phase};
-pub use energy_variance::{EnergyVariance, Smoothing, sample_variance};
+pub use energy_variance::{EnergyVariance, Smoothing, half_paired_variance, sample_variance};
 pub use ladder::{IndexProcess, Ladder};
 pub use partition::EnergyPartition;
 pub use sa_step::SaStepSize;

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{ReplicaConfig, ReplicaExchange, Sampler, StepReport, SwapRule, check_finite};
 use crate::checkpoint::{AlgorithmState, ReductionState, SamplerState, mismatch};
-use crate::control::{ControlVariate, sample_variance};
+use crate::control::{ControlVariate, half_paired_variance, sample_variance};
 use crate::ensemble::SnapshotEnergy;
 use crate::error::{SamplerError, check};
 use crate::rng::ChainRng;
@@ -291,8 +291,7 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
             (0..p - 1)
                 .map(|r| {
                     let (lo, hi) = (index.replica_at(r), index.replica_at(r + 1));
-                    let diff: Vec<f64> = d[lo].iter().zip(&d[hi]).map(|(a, b)| a - b).collect();
-                    0.5 * sample_variance(&diff)
+                    half_paired_variance(&d[lo], &d[hi])
                 })
                 .sum::<f64>()
                 / (p - 1) as f64
