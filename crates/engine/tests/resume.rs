@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::module::Module;
-use burn::nn::{Linear, LinearConfig};
+use burn::nn::{BatchNorm, BatchNormConfig, Linear, LinearConfig};
 use burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc_engine::observers::{MetricsCsv, ModelAverage, OnSample, SampleSaver};
 use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Repeat, Run, SavedPosterior, init};
@@ -267,36 +267,74 @@ fn network_chains_resume_bit_for_bit_and_their_saved_posterior_predicts_as_the_r
     }
 }
 
+/// A linear model behind a BatchNorm layer: running statistics updated by every forward pass.
+#[derive(Module, Debug)]
+struct Normed {
+    bn: BatchNorm,
+    linear: Linear,
+}
+
+fn normed_nll(m: &Normed, b: &Xy) -> Tensor<1> {
+    gaussian_nll(&m.linear, &Xy(m.bn.forward(b.0.clone()), b.1.clone()))
+}
+
+/// The final state (parameters, kernel state, running statistics) of 3 SGHMC chains of
+/// `make()` networks after 50 steps, stepped on pool threads or one after another.
+fn final_state<M: Module>(
+    make: impl Fn() -> M,
+    nll: fn(&M, &Xy) -> Tensor<1>,
+    lr: f64,
+    parallel: bool,
+) -> sgmcmc_samplers::checkpoint::SamplerState {
+    let device = Device::flex().autodiff();
+    let batch = data(&device);
+    let posterior = ModelPosterior::new(nll_fn(nll), 64);
+    let models = init::chains(&device, 9, 3, make);
+    let mut ens = ModuleEnsemble::new(posterior, models, 9).unwrap();
+    if !parallel {
+        ens = ens.sequential();
+    }
+    let mut s = settings("sghmc", lr)
+        .spec(&BuildContext::steps(50).chains(3))
+        .unwrap()
+        .build(ens, 9)
+        .unwrap();
+    // Parallel chains step on two pools in turn (25 steps each), so every chain's forward
+    // passes move to other threads halfway.
+    let mut batches = Repeat(Xy(batch.0.clone(), batch.1.clone()));
+    for half in 1..=2 {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            Run::steps(50)
+                .stop_after(25 * half)
+                .run(&mut s, &mut batches)
+                .unwrap()
+        });
+    }
+    s.state().unwrap()
+}
+
 #[test]
 fn parallel_network_chains_give_the_bits_of_sequential_ones() {
     let device = Device::flex().autodiff();
-    let batch = data(&device);
-    let states: Vec<_> = [true, false]
-        .into_iter()
-        .map(|parallel| {
-            let posterior =
-                ModelPosterior::new(nll_fn(gaussian_nll as fn(&Linear, &Xy) -> Tensor<1>), 64);
-            let models = init::chains(&device, 9, 3, || LinearConfig::new(1, 1).init(&device));
-            let mut ens = ModuleEnsemble::new(posterior, models, 9).unwrap();
-            if !parallel {
-                ens = ens.sequential();
-            }
-            let mut s = settings("sghmc", 1e-4)
-                .spec(&BuildContext::steps(50).chains(3))
-                .unwrap()
-                .build(ens, 9)
-                .unwrap();
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(2)
-                .build()
-                .unwrap();
-            pool.install(|| {
-                Run::steps(50)
-                    .run(&mut s, &mut Repeat(Xy(batch.0.clone(), batch.1.clone())))
-                    .unwrap()
-            });
-            s.state().unwrap()
-        })
-        .collect();
-    assert_eq!(states[0], states[1]);
+    let linear = || LinearConfig::new(1, 1).init(&device);
+    let gaussian = gaussian_nll as fn(&Linear, &Xy) -> Tensor<1>;
+    assert_eq!(
+        final_state(linear, gaussian, 1e-4, true),
+        final_state(linear, gaussian, 1e-4, false)
+    );
+    // With BatchNorm, whose running statistics burn records per thread: the chains move
+    // between pool threads from step to step, and the statistics must not notice.
+    let normed = || Normed {
+        bn: BatchNormConfig::new(1).init(&device),
+        linear: LinearConfig::new(1, 1).init(&device),
+    };
+    let (a, b) = (
+        final_state(normed, normed_nll, 1e-5, true),
+        final_state(normed, normed_nll, 1e-5, false),
+    );
+    assert_eq!(a, b);
 }

@@ -7,6 +7,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 use rayon::prelude::*;
 
+mod running;
 mod state;
 
 pub use state::{module_values, with_module_values};
@@ -32,6 +33,9 @@ pub struct ModuleEnsemble<M: Module, T: Target<M>> {
     chains: Vec<ModuleChain<M>>,
     energies: Vec<f64>,
     parallel: bool,
+    /// Whether the modules carry running state to settle after each forward pass
+    /// ([`running`]).
+    buffers: bool,
 }
 
 pub(super) struct ModuleChain<M> {
@@ -71,11 +75,16 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
                 reason: "need at least one chain",
             });
         }
+        let buffers = chains
+            .first()
+            .and_then(|c| c.module.as_ref())
+            .is_some_and(running::has_buffers);
         Ok(Self {
             target,
             chains,
             energies: vec![0.0; offset as usize],
             parallel: true,
+            buffers,
         })
     }
 
@@ -98,6 +107,24 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
     /// The target.
     pub fn target(&self) -> &T {
         &self.target
+    }
+
+    /// A copy of `module` for a snapshot: a clone (tensors are reference-counted), with running
+    /// state of its own where the modules have any ([`running::detached_copy`]).
+    pub(super) fn copy_of(&self, module: &M) -> M {
+        if self.buffers {
+            running::detached_copy(module)
+        } else {
+            module.clone()
+        }
+    }
+
+    /// Settles the running state of `module` after a forward pass of this ensemble's target
+    /// on the calling thread ([`running`]).
+    pub(super) fn settle(&self, module: &M) {
+        if self.buffers {
+            running::settle(module);
+        }
     }
 
     fn threaded(&self) -> bool {
@@ -133,9 +160,17 @@ fn split<'a, M>(
 
 impl<M: Module> ModuleChain<M> {
     /// Energies and gradients of this module's chains on `batch`.
-    fn estimate<T: Target<M>>(&mut self, target: &T, batch: &T::Batch) -> Result<(), SamplerError> {
+    fn estimate<T: Target<M>>(
+        &mut self,
+        target: &T,
+        batch: &T::Batch,
+        buffers: bool,
+    ) -> Result<(), SamplerError> {
         let module = self.module.as_ref().expect("module present between steps");
         let est = target.estimate(module, batch, &mut self.rngs)?;
+        if buffers {
+            running::settle(module);
+        }
         self.energies.copy_from_slice(&est.energies);
         self.grads = Some(est.grads);
         Ok(())
@@ -169,8 +204,8 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
     }
 
     fn estimate(&mut self, batch: &T::Batch) -> Result<&[f64], SamplerError> {
-        let target = &self.target;
-        let one = |chain: &mut ModuleChain<M>| chain.estimate(target, batch);
+        let (target, buffers) = (&self.target, self.buffers);
+        let one = |chain: &mut ModuleChain<M>| chain.estimate(target, batch, buffers);
         if self.threaded() {
             self.chains.par_iter_mut().try_for_each(one)?;
         } else {
@@ -206,11 +241,11 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
             return Ok(&self.energies);
         }
         let noisy = needs_noise(kernel, coefs, refresh);
-        let target = &self.target;
+        let (target, buffers) = (&self.target, self.buffers);
         split(&mut self.chains, coefs)
             .into_par_iter()
             .try_for_each(|(chain, values)| {
-                chain.estimate(target, batch)?;
+                chain.estimate(target, batch, buffers)?;
                 chain.apply(kernel, values, noisy, refresh);
                 Ok::<(), SamplerError>(())
             })?;
@@ -238,7 +273,7 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
 
     fn snapshot_into(&self, out: &mut Vec<M>) {
         out.clear();
-        out.extend(self.modules().cloned());
+        out.extend(self.modules().map(|m| self.copy_of(m)));
     }
 
     fn state(&self) -> Result<EnsembleState, SamplerError> {

@@ -106,6 +106,7 @@ impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
                 out[at] = e;
                 at += 1;
             }
+            self.settle(m);
         }
         Ok(())
     }
@@ -117,6 +118,7 @@ impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
                 out[at] = e;
                 at += 1;
             }
+            self.settle(m);
         }
         Ok(())
     }
@@ -136,7 +138,7 @@ impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
             SnapshotValues::Modules { modules } if modules.len() == self.modules().count() => self
                 .modules()
                 .zip(modules)
-                .map(|(m, v)| with_module_values(m.clone(), v))
+                .map(|(m, v)| with_module_values(self.copy_of(m), v))
                 .collect(),
             _ => Err(mismatch("the snapshots do not fit these module chains")),
         }
