@@ -12,6 +12,7 @@
 //! the trainable parameters only ([`prior`]); a regression network may carry a sampled noise
 //! precision under a Gamma prior ([`noise`], [`WithNoise`], [`Likelihood::GaussianLearned`]).
 
+pub mod classifier;
 pub mod cnn;
 pub mod conv_gemm;
 pub mod likelihood;
@@ -26,7 +27,9 @@ pub mod noise;
 pub mod posterior;
 pub mod prior;
 pub mod resnet;
+pub mod wide_resnet;
 
+pub use classifier::{Architecture, ImageClassifier};
 pub use cnn::{Cnn, CnnConfig};
 pub use likelihood::Likelihood;
 pub use mlp::{Activation, Mlp, MlpConfig};
@@ -37,3 +40,4 @@ pub use noise::WithNoise;
 pub use posterior::{Batch, Posterior, Scale};
 pub use prior::{Gaussian, GroupedGaussian, Laplace, Prior};
 pub use resnet::{ResNet, ResNetConfig};
+pub use wide_resnet::{WideResNet, WideResNetConfig};

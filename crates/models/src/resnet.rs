@@ -53,10 +53,17 @@ pub enum ResNetError {
     /// No classes.
     #[error("ResNet needs at least one class, got 0")]
     Classes,
+    /// No input channels.
+    #[error("ResNet needs images with at least one channel, got 0")]
+    InChannels,
 }
 
 fn one() -> usize {
     1
+}
+
+fn three() -> usize {
+    3
 }
 
 /// Configuration of a [`ResNet`].
@@ -69,6 +76,9 @@ pub struct ResNetConfig {
     pub width: usize,
     /// Number of classes.
     pub classes: usize,
+    /// Channels of the input images (3 for CIFAR and SVHN, 1 for MNIST and Fashion-MNIST).
+    #[serde(default = "three")]
+    pub in_channels: usize,
 }
 
 impl ResNetConfig {
@@ -78,6 +88,7 @@ impl ResNetConfig {
             depth,
             width: 1,
             classes,
+            in_channels: 3,
         }
     }
 
@@ -102,6 +113,12 @@ impl ResNetConfig {
         self
     }
 
+    /// The same network for images of `channels` channels.
+    pub fn with_in_channels(mut self, channels: usize) -> Self {
+        self.in_channels = channels;
+        self
+    }
+
     /// Basic blocks per stage, `n = (depth - 2) / 6`, after validating the configuration.
     pub fn blocks_per_stage(&self) -> Result<usize, ResNetError> {
         if self.depth < 8 || !(self.depth - 2).is_multiple_of(6) {
@@ -112,6 +129,9 @@ impl ResNetConfig {
         }
         if self.classes == 0 {
             return Err(ResNetError::Classes);
+        }
+        if self.in_channels == 0 {
+            return Err(ResNetError::InChannels);
         }
         Ok((self.depth - 2) / 6)
     }
@@ -130,7 +150,7 @@ impl ResNetConfig {
             }
         }
         Ok(ResNet {
-            conv: conv3x3(3, channels[0], 1, device),
+            conv: conv3x3(self.in_channels, channels[0], 1, device),
             bn: BatchNormConfig::new(channels[0]).init(device),
             blocks,
             fc: LinearConfig::new(channels[2], self.classes).init(device),
@@ -139,7 +159,7 @@ impl ResNetConfig {
 }
 
 /// 3x3 convolution, padding 1, no bias, He-normal initialisation.
-fn conv3x3(in_ch: usize, out_ch: usize, stride: usize, device: &Device) -> Conv2d {
+pub(crate) fn conv3x3(in_ch: usize, out_ch: usize, stride: usize, device: &Device) -> Conv2d {
     Conv2dConfig::new([in_ch, out_ch], [3, 3])
         .with_stride([stride, stride])
         .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
@@ -208,7 +228,8 @@ impl BasicBlock {
     }
 }
 
-/// A CIFAR ResNet (`[batch, 3, 32, 32]` images to `[batch, classes]` logits).
+/// A CIFAR ResNet (`[batch, in_channels, height, width]` images, e.g. `[batch, 3, 32, 32]`, to
+/// `[batch, classes]` logits; global average pooling makes it fit any size, e.g. 28x28).
 #[derive(Module, Debug)]
 pub struct ResNet {
     conv: Conv2d,

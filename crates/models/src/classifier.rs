@@ -1,0 +1,151 @@
+//! The image networks of the papers' tables behind one module type, chosen by name:
+//! `resnet20`, `resnet32`, `resnet56` (any `resnet{6n+2}`) and `wrn16-8`, `wrn28-10` (any
+//! `wrn{6n+4}-{k}`), so one sampler type serves every row.
+
+use std::str::FromStr;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::network::Network;
+use crate::resnet::{ResNet, ResNetConfig};
+use crate::wide_resnet::{WideResNet, WideResNetConfig};
+
+/// An image classification network.
+#[derive(Module, Debug)]
+pub enum ImageClassifier {
+    /// A CIFAR ResNet ([`crate::resnet`]).
+    ResNet(ResNet),
+    /// A wide ResNet ([`crate::wide_resnet`]).
+    Wide(WideResNet),
+}
+
+impl Network for ImageClassifier {
+    type Input = Tensor<4>;
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        match self {
+            Self::ResNet(m) => m.forward(x),
+            Self::Wide(m) => m.forward(x),
+        }
+    }
+}
+
+/// Which network, by name (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Architecture {
+    /// ResNet of depth `6n + 2`.
+    ResNet {
+        /// Depth.
+        depth: usize,
+    },
+    /// WRN-`depth`-`widen`.
+    Wide {
+        /// Depth `6n + 4`.
+        depth: usize,
+        /// Widening factor.
+        widen: usize,
+    },
+}
+
+/// A model name that is neither `resnet{depth}` nor `wrn{depth}-{widen}` of a valid depth.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown model `{0}` (known: resnet20, resnet32, resnet56 or any resnet{{6n+2}}; wrn16-8, \
+     wrn28-10 or any wrn{{6n+4}}-{{k}})"
+)]
+pub struct UnknownModel(pub String);
+
+impl FromStr for Architecture {
+    type Err = UnknownModel;
+
+    fn from_str(name: &str) -> Result<Self, UnknownModel> {
+        let bad = || UnknownModel(name.to_string());
+        let arch = if let Some(d) = name.strip_prefix("resnet") {
+            Self::ResNet {
+                depth: d.parse().map_err(|_| bad())?,
+            }
+        } else if let Some(rest) = name.strip_prefix("wrn") {
+            let rest = rest.strip_prefix('-').unwrap_or(rest);
+            let (d, k) = rest.split_once('-').ok_or_else(bad)?;
+            Self::Wide {
+                depth: d.parse().map_err(|_| bad())?,
+                widen: k.parse().map_err(|_| bad())?,
+            }
+        } else {
+            return Err(bad());
+        };
+        // Depth and width are checked here so a bad name fails before any data is read.
+        let valid = match arch {
+            Self::ResNet { depth } => ResNetConfig::new(depth, 1).blocks_per_stage().is_ok(),
+            Self::Wide { depth, widen } => WideResNetConfig::new(depth, widen, 1)
+                .blocks_per_group()
+                .is_ok(),
+        };
+        if valid { Ok(arch) } else { Err(bad()) }
+    }
+}
+
+impl Architecture {
+    /// The network for `classes` classes of `in_channels`-channel images; `width` multiplies
+    /// a ResNet's channels (WRNs carry their own widening factor).
+    pub fn init(
+        self,
+        classes: usize,
+        in_channels: usize,
+        width: usize,
+        device: &Device,
+    ) -> Result<ImageClassifier, String> {
+        match self {
+            Self::ResNet { depth } => ResNetConfig::new(depth, classes)
+                .with_width(width)
+                .with_in_channels(in_channels)
+                .init(device)
+                .map(ImageClassifier::ResNet)
+                .map_err(|e| e.to_string()),
+            Self::Wide { depth, widen } => WideResNetConfig::new(depth, widen, classes)
+                .with_in_channels(in_channels)
+                .init(device)
+                .map(ImageClassifier::Wide)
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_to_architectures_and_bad_ones_are_refused() {
+        let parse = |s: &str| s.parse::<Architecture>();
+        assert_eq!(parse("resnet20"), Ok(Architecture::ResNet { depth: 20 }));
+        assert_eq!(parse("resnet56"), Ok(Architecture::ResNet { depth: 56 }));
+        assert_eq!(
+            parse("wrn16-8"),
+            Ok(Architecture::Wide {
+                depth: 16,
+                widen: 8
+            })
+        );
+        assert_eq!(
+            parse("wrn-28-10"),
+            Ok(Architecture::Wide {
+                depth: 28,
+                widen: 10
+            })
+        );
+        for bad in [
+            "resnet21", "resnet", "wrn16", "wrn17-8", "wrn16-0", "vgg16", "",
+        ] {
+            let err = parse(bad).unwrap_err();
+            assert!(err.to_string().contains(&format!("`{bad}`")), "{err}");
+        }
+        let device = Device::flex();
+        let net = parse("wrn10-1").unwrap().init(5, 1, 1, &device).unwrap();
+        let x = Tensor::<4>::zeros([2, 1, 8, 8], &device);
+        assert_eq!(net.forward(x).dims(), [2, 5]);
+        assert!(parse("resnet20").unwrap().init(0, 3, 1, &device).is_err());
+    }
+}
