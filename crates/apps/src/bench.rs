@@ -203,6 +203,7 @@ fn resgld2() -> Result<ReplicaConfig, AppError> {
             cooling: 0,
         },
         refresh: None,
+        cycle: None,
     })
 }
 

@@ -123,6 +123,7 @@ pub fn sampler(
             cooling: 0,
         },
         refresh: None,
+        cycle: None,
     };
     let settings = sampler::VrConfig {
         replica,

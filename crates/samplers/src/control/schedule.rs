@@ -10,7 +10,7 @@ use crate::error::{SamplerError, check, positive};
 /// | variant | value at step `k` |
 /// |---|---|
 /// | `Constant` | `v` |
-/// | `ExpDecay` (annealing) | `initial / factor^epoch`, e.g. `lr_0 / 1.01^epoch` |
+/// | `ExpDecay` (annealing) | `initial / factor^max(0, epoch - hold_epochs)`, e.g. `lr_0 / 1.01^epoch` |
 /// | `StepDecay` | `initial * gamma^floor(epoch / every_epochs)` |
 /// | `Cyclical` | cosine cycles of Zhang et al. (2020), see [`Cyclical`] |
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,6 +29,12 @@ pub enum Schedule {
         factor: f64,
         /// Steps per epoch (>= 1).
         steps_per_epoch: u64,
+        /// Epochs the decay's epoch counter waits: the value is `initial` up to epoch
+        /// `hold_epochs` and first divided at epoch `hold_epochs + 1` (0-based). 0 divides from
+        /// epoch 1 on; the papers' "lr fixed in the first 400 epochs, then divided by 1.01 at
+        /// each epoch" is 399 (first division at 0-based epoch 400).
+        #[serde(default)]
+        hold_epochs: u64,
     },
     /// Multiply by `gamma` every `every_epochs` epochs.
     StepDecay {
@@ -59,7 +65,11 @@ impl Schedule {
                 initial,
                 factor,
                 steps_per_epoch,
-            } => initial / factor.powf((k / steps_per_epoch.max(&1)) as f64),
+                hold_epochs,
+            } => {
+                let epoch = k / steps_per_epoch.max(&1);
+                initial / factor.powf(epoch.saturating_sub(*hold_epochs) as f64)
+            }
             Self::StepDecay {
                 initial,
                 gamma,
@@ -91,6 +101,7 @@ impl Schedule {
                 initial,
                 factor,
                 steps_per_epoch,
+                ..
             } => {
                 positive("factor", *factor)?;
                 check(
@@ -150,11 +161,22 @@ mod tests {
             initial: 0.5,
             factor: 1.01,
             steps_per_epoch: 10,
+            hold_epochs: 0,
         };
         assert_eq!(e.value(0), 0.5);
         assert_eq!(e.value(9), 0.5);
         assert!((e.value(10) - 0.5 / 1.01).abs() < 1e-15);
         assert!((e.value(35) - 0.5 / 1.01f64.powi(3)).abs() < 1e-15);
+        // Hold 2: epochs 0-2 (steps 0-29) at the initial value, then divided once per epoch.
+        let held = Schedule::ExpDecay {
+            initial: 0.5,
+            factor: 1.01,
+            steps_per_epoch: 10,
+            hold_epochs: 2,
+        };
+        assert_eq!(held.value(29), 0.5);
+        assert!((held.value(30) - 0.5 / 1.01).abs() < 1e-15);
+        assert!((held.value(55) - 0.5 / 1.01f64.powi(3)).abs() < 1e-15);
         let s = Schedule::StepDecay {
             initial: 1.0,
             gamma: 0.1,
@@ -184,6 +206,7 @@ mod tests {
             initial: 1.0,
             factor: 0.0,
             steps_per_epoch: 1,
+            hold_epochs: 0,
         };
         assert!(bad.validate("lr", false).is_err());
     }

@@ -6,7 +6,7 @@ use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
 use crate::sampler::{Contour, ReplicaExchange, Sampler, Sgmcmc, StepReport};
 
-/// A plain, contour or replica-exchange sampler over the chains of `E`, as built from the
+/// A plain, contour, replica-exchange or variance-reduced sampler over the chains of `E`, as built from the
 /// registry ([`super::SamplerSpec::build`]); each boxed, so the enum stays a pointer wide.
 pub enum AnySampler<E: Ensemble> {
     /// Independent chains.
@@ -15,6 +15,10 @@ pub enum AnySampler<E: Ensemble> {
     Contour(Box<Contour<E>>),
     /// Replica exchange.
     Replica(Box<ReplicaExchange<E>>),
+    /// Variance-reduced replica exchange ([`super::SamplerSpec::build_with_data`]), behind the
+    /// [`Sampler`] trait: it needs [`crate::ensemble::SnapshotEnergy`] chains, which the other
+    /// variants do not.
+    VarianceReduced(Box<dyn Sampler<Batch = E::Batch, Ensemble = E> + Send>),
 }
 
 /// Runs `$body` with `$s` bound to the inner sampler, whichever it is.
@@ -24,6 +28,7 @@ macro_rules! each {
             AnySampler::Plain($s) => $body,
             AnySampler::Contour($s) => $body,
             AnySampler::Replica($s) => $body,
+            AnySampler::VarianceReduced($s) => $body,
         }
     };
 }

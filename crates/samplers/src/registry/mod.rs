@@ -99,6 +99,10 @@ pub enum Family {
     Metropolis,
     /// Replica exchange with deterministic swaps and an adaptive learning-rate ladder (DEO*).
     Deterministic,
+    /// Replica exchange with corrected Metropolis swaps on control-variate energies (thesis
+    /// Algorithm 2): needs fresh minibatches and a full-data pass
+    /// ([`SamplerSpec::build_with_data`]).
+    VarianceReduced,
 }
 
 /// One named sampler.
@@ -128,7 +132,7 @@ const fn entry(
     }
 }
 
-use Family::{Annealed, Constant, Contour, Cyclical, Deterministic, Metropolis};
+use Family::{Annealed, Constant, Contour, Cyclical, Deterministic, Metropolis, VarianceReduced};
 use KernelKind::{Momentum, Psgld, Sgd, Sghmc, Sgld, Sgnht};
 
 /// Every sampler, by name.
@@ -171,6 +175,12 @@ pub const ENTRIES: &[Entry] = &[
         Cyclical,
     ),
     entry("cycsghmc", "cyclical SGHMC", Sghmc, Cyclical),
+    entry(
+        "cycmsgd",
+        "momentum SGD under a cyclical cosine lr (no noise)",
+        Momentum,
+        Cyclical,
+    ),
     entry(
         "annealed-sgld",
         "SGLD with the temperature divided by anneal factor every epoch",
@@ -220,6 +230,18 @@ pub const ENTRIES: &[Entry] = &[
         Metropolis,
     ),
     entry("resghmc", "replica-exchange SGHMC", Sghmc, Metropolis),
+    entry(
+        "vr-resgld",
+        "variance-reduced reSGLD: swap energies with control variates (data posteriors)",
+        Sgld,
+        VarianceReduced,
+    ),
+    entry(
+        "vr-resghmc",
+        "variance-reduced reSGHMC (cVR-reSGHMC with replica.cyclical_lr)",
+        Sghmc,
+        VarianceReduced,
+    ),
     entry(
         "deo-sgd",
         "non-reversible parallel tempering DEO*-SGD: SGD exploration, SGLD on rung 0",

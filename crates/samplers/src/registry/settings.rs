@@ -90,7 +90,10 @@ impl Default for CyclicalSettings {
     }
 }
 
-/// Simulated annealing of the temperature.
+/// Simulated annealing of the temperature (the `annealed-*` samplers) and, with
+/// `lr_hold_epochs`, of any plain or contour sampler (the papers' `sa` variants: thesis Table
+/// 5.2 / 6.1 protocols, the lr held for 400 epochs then divided by 1.01 every epoch, the
+/// temperature divided by 1.01 every epoch).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AnnealingSettings {
@@ -98,6 +101,12 @@ pub struct AnnealingSettings {
     pub factor: f64,
     /// Steps per epoch.
     pub steps_per_epoch: u64,
+    /// When set, every sampler anneals: the temperature is divided by `factor` each epoch and
+    /// the lr is held for this many epochs, then divided by `factor` each epoch.
+    pub lr_hold_epochs: Option<u64>,
+    /// The temperature's own division factor per epoch (default: `factor`), e.g. thesis
+    /// Table 2.1's `tau / 1.02^k` beside the lr's `0.984^k`.
+    pub temperature_factor: Option<f64>,
 }
 
 impl Default for AnnealingSettings {
@@ -105,6 +114,8 @@ impl Default for AnnealingSettings {
         Self {
             factor: 1.01,
             steps_per_epoch: 1000,
+            lr_hold_epochs: None,
+            temperature_factor: None,
         }
     }
 }
@@ -208,6 +219,20 @@ pub struct ReplicaSettings {
     pub gamma_alpha: f64,
     /// See `gamma_a`.
     pub gamma_b: f64,
+    /// Variance-reduced replica exchange (`vr-*`, thesis Algorithm 2): steps `m` between
+    /// control-variate snapshots (0: no control variates, i.e. reSGLD / reSGHMC whose
+    /// `sigma2_hat` comes from fresh minibatches, as a network posterior needs). Its
+    /// `sigma2_hat` is refreshed every `variance_period` steps on average from
+    /// `variance_draws` fresh minibatches.
+    pub control_period: u64,
+    /// `vr-*`: the control-variate coefficient `c` (-1: the textbook control variate).
+    pub control_coefficient: f64,
+    /// `vr-*`: adaptation step `gamma` of `c` toward `-Cov / Var` (none: `c` fixed).
+    pub control_adapt: Option<f64>,
+    /// Cosine cycles over every rung's learning rate (cyclical replica exchange, e.g.
+    /// cVR-reSGHMC), from the `cyclical` settings: `cycles`, `sampling_threshold`,
+    /// `noise_free_exploration`.
+    pub cyclical_lr: bool,
 }
 
 impl Default for ReplicaSettings {
@@ -229,6 +254,10 @@ impl Default for ReplicaSettings {
             gamma_a: 50.0,
             gamma_alpha: 0.8,
             gamma_b: 500.0,
+            control_period: 100,
+            control_coefficient: -1.0,
+            control_adapt: None,
+            cyclical_lr: false,
         }
     }
 }

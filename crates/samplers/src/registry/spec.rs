@@ -6,10 +6,11 @@ use crate::control::{
     ThetaInit,
 };
 use crate::ensemble::Ensemble;
+use crate::ensemble::SnapshotEnergy;
 use crate::error::SamplerError;
 use crate::sampler::{
-    Contour, ContourConfig, ReplicaConfig, ReplicaExchange, Sgmcmc, SgmcmcConfig, SwapRule,
-    VarianceRefresh,
+    BatchDraw, Contour, ContourConfig, ControlSettings, FullPass, ReplicaConfig, ReplicaExchange,
+    Sgmcmc, SgmcmcConfig, SwapRule, VarianceReduced, VarianceRefresh, VrConfig, VrRefresh,
 };
 
 /// What the settings alone do not say about a run.
@@ -57,6 +58,8 @@ pub enum SamplerSpec {
     Contour(ContourConfig),
     /// Replica exchange (samples from rung 0).
     Replica(ReplicaConfig),
+    /// Variance-reduced replica exchange ([`SamplerSpec::build_with_data`]).
+    VarianceReduced(VrConfig),
 }
 
 impl SamplerSpec {
@@ -68,7 +71,39 @@ impl SamplerSpec {
             Self::Replica(c) => {
                 AnySampler::Replica(Box::new(ReplicaExchange::new(c, ensemble, seed)?))
             }
+            Self::VarianceReduced(_) => {
+                return Err(SamplerError::InvalidSetting(
+                    "variance-reduced replica exchange needs fresh minibatches and a full-data \
+                     pass: build it with SamplerSpec::build_with_data"
+                        .into(),
+                ));
+            }
         })
+    }
+
+    /// The sampler over `ensemble`, for any spec: variance-reduced replica exchange draws the
+    /// `j`-th fresh minibatch of the refresh at step `k` as `batches(k, j)` and the snapshots'
+    /// exact energies from `full_pass` (equal minibatches covering the data once; `None`: the
+    /// ensemble's own [`SnapshotEnergy::full_energies_at`]); the other specs ignore both.
+    pub fn build_with_data<E>(
+        self,
+        ensemble: E,
+        seed: u64,
+        batches: BatchDraw<E::Batch>,
+        full_pass: Option<FullPass<E::Batch>>,
+    ) -> Result<AnySampler<E>, SamplerError>
+    where
+        E: SnapshotEnergy + Send + 'static,
+        E::Snapshot: Send,
+    {
+        let Self::VarianceReduced(c) = self else {
+            return self.build(ensemble, seed);
+        };
+        let vr = VarianceReduced::new(c, ensemble, batches, seed)?;
+        Ok(AnySampler::VarianceReduced(Box::new(match full_pass {
+            Some(pass) => vr.with_full_pass(pass),
+            None => vr,
+        })))
     }
 }
 
@@ -83,44 +118,100 @@ impl SamplerSettings {
         } else {
             0.0
         };
-        let constant = |kernel| SgmcmcConfig {
-            kernel,
-            lr: Schedule::constant(self.lr),
-            temperature: Schedule::constant(tau),
+        let decay = |initial, factor, hold_epochs| Schedule::ExpDecay {
+            initial,
+            factor,
+            steps_per_epoch: self.annealing.steps_per_epoch,
+            hold_epochs,
+        };
+        let tau_factor = self
+            .annealing
+            .temperature_factor
+            .unwrap_or(self.annealing.factor);
+        // The `sa` variants anneal every schedule; the others run at a constant lr and tau.
+        let constant = |kernel| match self.annealing.lr_hold_epochs {
+            Some(hold) => SgmcmcConfig {
+                kernel,
+                lr: decay(self.lr, self.annealing.factor, hold),
+                temperature: decay(tau, tau_factor, 0),
+            },
+            None => SgmcmcConfig {
+                kernel,
+                lr: Schedule::constant(self.lr),
+                temperature: Schedule::constant(tau),
+            },
         };
         let spec = match entry.family {
             Family::Constant => SamplerSpec::Plain(constant(kernel)),
             Family::Cyclical => SamplerSpec::Plain(SgmcmcConfig {
-                lr: Schedule::Cyclical(Cyclical {
-                    initial: self.lr,
-                    total_steps: ctx.total_steps,
-                    cycles: self.cyclical.cycles,
-                    sampling_threshold: self.cyclical.sampling_threshold,
-                    noise_free_exploration: self.cyclical.noise_free_exploration,
-                }),
+                lr: Schedule::Cyclical(self.cycle(self.lr, ctx)),
                 ..constant(kernel)
             }),
             Family::Annealed => SamplerSpec::Plain(SgmcmcConfig {
-                temperature: Schedule::ExpDecay {
-                    initial: tau,
-                    factor: self.annealing.factor,
-                    steps_per_epoch: self.annealing.steps_per_epoch,
-                },
+                temperature: decay(tau, tau_factor, 0),
                 ..constant(kernel)
             }),
             Family::Contour(field) => {
                 SamplerSpec::Contour(self.contour(constant(kernel), field, ctx)?)
             }
-            Family::Metropolis | Family::Deterministic => {
-                SamplerSpec::Replica(self.replica(kernel, entry.family, ctx)?)
+            Family::Metropolis | Family::Deterministic | Family::VarianceReduced => {
+                if self.annealing.lr_hold_epochs.is_some() {
+                    return Err(SamplerError::InvalidSetting(format!(
+                        "{}: annealing.lr_hold_epochs (the `sa` variants) applies to plain and \
+                         contour samplers, not to replica exchange, whose rungs set their own lr \
+                         and temperature",
+                        self.name
+                    )));
+                }
+                let replica = self.replica(kernel, entry.family, ctx)?;
+                if entry.family == Family::VarianceReduced {
+                    SamplerSpec::VarianceReduced(self.variance_reduced(replica))
+                } else {
+                    SamplerSpec::Replica(replica)
+                }
             }
         };
         match &spec {
             SamplerSpec::Plain(c) => c.validate()?,
             SamplerSpec::Contour(c) => c.validate()?,
             SamplerSpec::Replica(c) => c.validate()?,
+            SamplerSpec::VarianceReduced(c) => c.validate()?,
         }
         Ok(spec)
+    }
+
+    /// The cosine cycles of the `cyclical` settings with peak `initial` over the run.
+    fn cycle(&self, initial: f64, ctx: &BuildContext) -> Cyclical {
+        Cyclical {
+            initial,
+            total_steps: ctx.total_steps,
+            cycles: self.cyclical.cycles,
+            sampling_threshold: self.cyclical.sampling_threshold,
+            noise_free_exploration: self.cyclical.noise_free_exploration,
+        }
+    }
+
+    /// `vr-*`: the Metropolis replica exchange with control variates (none with
+    /// `control_period = 0`: plain reSGLD / reSGHMC) and refreshes of `sigma2_hat` from fresh
+    /// minibatches, which replace the replica's own refresh (on one batch, a network's
+    /// energies do not vary).
+    fn variance_reduced(&self, replica: ReplicaConfig) -> VrConfig {
+        let s = &self.replica;
+        VrConfig {
+            replica: ReplicaConfig {
+                refresh: None,
+                ..replica
+            },
+            control: (s.control_period > 0).then_some(ControlSettings {
+                period: s.control_period,
+                coefficient: s.control_coefficient,
+                adapt: s.control_adapt,
+            }),
+            refresh: (s.variance_period > 0).then_some(VrRefresh {
+                every: s.variance_period,
+                draws: s.variance_draws,
+            }),
+        }
     }
 
     fn contour(
@@ -208,6 +299,7 @@ impl SamplerSettings {
         } else {
             vec![self.lr; chains]
         };
+        let cycle = s.cyclical_lr.then(|| self.cycle(1.0, ctx));
         let cfg = if deterministic {
             ReplicaConfig {
                 kernel,
@@ -226,6 +318,7 @@ impl SamplerSettings {
                     }),
                 },
                 refresh: None,
+                cycle,
             }
         } else {
             let temperatures = if s.temperatures.is_empty() {
@@ -251,6 +344,7 @@ impl SamplerSettings {
                         draws: s.variance_draws,
                     },
                 ),
+                cycle,
             }
         };
         Ok(cfg)

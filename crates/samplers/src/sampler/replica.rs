@@ -37,8 +37,8 @@ use super::{Sampler, StepReport, check_finite};
 use crate::checkpoint::{AlgorithmState, ReplicaState, SamplerState, mismatch};
 use crate::control::swap::log_swap_rate;
 use crate::control::{
-    EnergyVariance, IndexProcess, Ladder, Phase, SaStepSize, Smoothing, SwapSchedule, SwapScheme,
-    SwapStats,
+    Cyclical, EnergyVariance, IndexProcess, Ladder, Phase, SaStepSize, Smoothing, SwapSchedule,
+    SwapScheme, SwapStats,
 };
 use crate::ensemble::Ensemble;
 use crate::error::{SamplerError, check};
@@ -85,6 +85,13 @@ pub struct ReplicaConfig {
     /// Refreshes of `sigma2_hat` from fresh energies during the run (Metropolis rule).
     #[serde(default)]
     pub refresh: Option<VarianceRefresh>,
+    /// Cosine cycles over every rung's learning rate (cyclical replica exchange, e.g. the
+    /// cVR-reSGHMC of thesis 3.5.2): at step `k` rung `r` moves with `lr_r c(k)`, `c` the
+    /// [`Cyclical`] schedule with peak 1 (its `initial` is ignored); steps before the cycle's
+    /// sampling threshold are exploration steps (no samples; no noise if
+    /// `noise_free_exploration`). The swap tests are unchanged.
+    #[serde(default)]
+    pub cycle: Option<Cyclical>,
 }
 
 /// Refresh `sigma2_hat` every `period` steps from `draws` fresh estimates of every replica's
@@ -138,6 +145,13 @@ impl ReplicaConfig {
             }
         }
         SwapSchedule::new(self.scheme, p)?;
+        if let Some(c) = &self.cycle {
+            Cyclical {
+                initial: 1.0,
+                ..c.clone()
+            }
+            .validate()?;
+        }
         if let Some(r) = &self.refresh {
             check(
                 r.period >= 1,
@@ -321,12 +335,33 @@ impl<E: Ensemble> ReplicaExchange<E> {
         self.advance(batch, Some(offsets))
     }
 
+    /// The cycle's learning-rate factor `c(k)`, the step's phase, and whether it adds noise.
+    fn cycle_at(&self, k: u64) -> (f64, Phase, bool) {
+        match &self.config.cycle {
+            None => (1.0, Phase::Sampling, true),
+            Some(c) => {
+                let phase = c.phase(k);
+                let quiet = c.noise_free_exploration && phase == Phase::Exploration;
+                (
+                    Cyclical {
+                        initial: 1.0,
+                        ..c.clone()
+                    }
+                    .value(k),
+                    phase,
+                    !quiet,
+                )
+            }
+        }
+    }
+
     fn advance(
         &mut self,
         batch: &E::Batch,
         offsets: Option<&[f64]>,
     ) -> Result<&StepReport, SamplerError> {
         let k = self.driver.step;
+        let (scale, phase, noisy) = self.cycle_at(k);
         if let Some(r) = self.config.refresh
             && k > 0
             && k.is_multiple_of(r.period)
@@ -342,20 +377,22 @@ impl<E: Ensemble> ReplicaExchange<E> {
                 *e += d;
             }
         }
-        self.swap(k, &energies);
+        self.swap(k, &energies, scale);
         self.swap_energies = energies;
         let ladder = &self.config.ladder;
         for chain in 0..self.driver.coefs.len() {
             let r = self.index.rungs()[chain];
-            let s = StepSize::new(ladder.lrs[r], ladder.temperatures[r]);
+            let tau = if noisy { ladder.temperatures[r] } else { 0.0 };
+            let s = StepSize::new(ladder.lrs[r] * scale, tau);
             self.driver.set_step(chain, &self.config.kernel, s)?;
         }
         self.driver.report.rungs.copy_from_slice(self.index.rungs());
-        Ok(self.driver.apply(&self.config.kernel, Phase::Sampling))
+        Ok(self.driver.apply(&self.config.kernel, phase))
     }
 
-    /// The communication phase: swap tests on the scheduled pairs, then the adaptation.
-    fn swap(&mut self, k: u64, u: &[f64]) {
+    /// The communication phase: swap tests on the scheduled pairs, then the adaptation;
+    /// `scale` is the cycle's learning-rate factor of this step (1 without a cycle).
+    fn swap(&mut self, k: u64, u: &[f64], scale: f64) {
         self.accepted.fill(false);
         self.schedule.pairs(k, &mut self.rng, &mut self.pairs);
         let ladder = &self.config.ladder;
@@ -383,7 +420,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
                             &mut self.index,
                             &mut self.driver.ensemble,
                             &self.config.kernel,
-                            (ladder.lrs[r], ladder.lrs[r + 1]),
+                            (scale * ladder.lrs[r], scale * ladder.lrs[r + 1]),
                             (r, lo, hi),
                         );
                         self.schedule.close(r);
@@ -417,7 +454,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
                                 &mut self.index,
                                 &mut self.driver.ensemble,
                                 &self.config.kernel,
-                                (ladder.lrs[r], ladder.lrs[r + 1]),
+                                (scale * ladder.lrs[r], scale * ladder.lrs[r + 1]),
                                 (r, lo, hi),
                             );
                             self.schedule.close(r);
@@ -554,5 +591,47 @@ mod tests {
         let mut lrs = vec![1.0, 2.0, 3.0];
         adapt_ladder(&mut lrs, &[0.4, 0.4], 0.4, 0.1);
         assert!((lrs[1] - 2.0).abs() < 1e-12);
+    }
+
+    /// With `replica.cyclical_lr`, every step moves the chain on rung `r` with
+    /// `lr_r (cos(pi pos) + 1) / 2` (Zhang et al. eq. 1 with peak 1, 2 cycles of 10 steps),
+    /// noise-free before the sampling threshold, and reports the cycle's phase.
+    #[test]
+    fn cyclical_replica_exchange_scales_every_rung_by_the_cosine() {
+        use crate::density::toy::by_name;
+        use crate::ensemble::HostEnsemble;
+        use crate::registry::{BuildContext, SamplerSettings};
+        let mut s = SamplerSettings::named("resgld");
+        s.replica.lrs = vec![1e-3, 3e-3];
+        s.replica.temperatures = vec![1.0, 5.0];
+        s.replica.cyclical_lr = true;
+        s.cyclical.cycles = 2;
+        s.cyclical.sampling_threshold = 0.6;
+        let chains = HostEnsemble::new(by_name("normal").unwrap(), &[vec![0.0], vec![1.0]], 3);
+        let mut sampler = s
+            .spec(&BuildContext::steps(20).chains(2))
+            .unwrap()
+            .build(chains.unwrap(), 3)
+            .unwrap();
+        for k in 0..20u64 {
+            let report = sampler.step(&()).unwrap().clone();
+            let pos = (k % 10) as f64 / 10.0;
+            let c = ((std::f64::consts::PI * pos).cos() + 1.0) / 2.0;
+            let sampling = pos >= 0.6;
+            assert_eq!(
+                report.phase,
+                Some(if sampling {
+                    Phase::Sampling
+                } else {
+                    Phase::Exploration
+                })
+            );
+            for (p, step) in report.step_sizes.iter().enumerate() {
+                let r = report.rungs[p];
+                assert!((step.lr - [1e-3, 3e-3][r] * c).abs() < 1e-18, "step {k}");
+                let tau = if sampling { [1.0, 5.0][r] } else { 0.0 };
+                assert_eq!(step.temperature, tau, "step {k}");
+            }
+        }
     }
 }
