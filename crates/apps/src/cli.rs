@@ -37,6 +37,9 @@ pub enum Command {
     Uci(crate::uci::UciArgs),
     /// MNIST mode exploration (thesis 6.4.1 / 7.2.3): ICSGLD, AWSGLD and baselines on digits 0-4.
     Mnist(crate::mnist::MnistArgs),
+    /// Image classification tables (thesis 2.1-6.1): ResNets on CIFAR-10/100 (SVHN out of
+    /// distribution) and Fashion-MNIST / MNIST, every sampler of the tables, BMA metrics.
+    Images(crate::images::ImagesArgs),
     /// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP over the 8x8 digits, streaming BMA.
     Digits(crate::digits::DigitsArgs),
     /// The mushroom contextual bandit (thesis 6.4.3): cumulative regret of EpsGreedy, SGD and
@@ -190,6 +193,7 @@ where
         Command::Uci(a) => crate::uci::run(&a),
         Command::Data(c) => crate::data_cmd::run(&c),
         Command::Mnist(a) => crate::mnist::run(&a),
+        Command::Images(a) => crate::images::run(&a),
         Command::Digits(a) => crate::digits::run(&a),
         Command::Bandit(a) => crate::bandit::run(&a),
         Command::Predict(a) => crate::predict::run(&a),
@@ -197,7 +201,11 @@ where
 }
 
 /// The flags `--resume` takes beside it, per command: how to run, never what runs.
-const RESUME_KEEPS: &[(&str, &[&str])] = &[("uci", &["jobs"]), ("mnist", &["stop_after", "quiet"])];
+const RESUME_KEEPS: &[(&str, &[&str])] = &[
+    ("uci", &["jobs"]),
+    ("mnist", &["stop_after", "quiet"]),
+    ("images", &["stop_after", "quiet"]),
+];
 
 /// The flags `--config` takes beside it where the file is a whole run's configuration (the
 /// `config.toml` a run wrote): where and how to run it, and the run's length and seeds.

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod device;
 pub mod digits;
 pub mod error;
+pub mod images;
 pub mod mnist;
 pub mod output;
 pub mod overrides;

@@ -25,6 +25,88 @@ fn missing(index: usize, len: usize) -> DatasetError {
     ))
 }
 
+/// Batches images as `((p / 255 - mean[ch]) / std[ch])` per channel in
+/// `[n, channels, rows, cols]` with their labels: the papers' per-channel normalisation
+/// (`transforms.Normalize(mean, std)`), with the statistics of the training images
+/// ([`ChannelBatcher::fit`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ChannelBatcher {
+    /// Per-channel pixel mean after scaling to `[0, 1]`.
+    pub mean: Vec<f32>,
+    /// Per-channel pixel standard deviation after scaling.
+    pub std: Vec<f32>,
+}
+
+impl ChannelBatcher {
+    /// The per-channel mean and (population) standard deviation of `images`' pixels scaled to
+    /// `[0, 1]` (a channel of constant pixels gets standard deviation 1).
+    pub fn fit(images: &Images) -> Self {
+        let plane = images.rows * images.cols;
+        let mut sum = vec![0f64; images.channels];
+        let mut sq = vec![0f64; images.channels];
+        for (i, &p) in images.pixels.iter().enumerate() {
+            let ch = (i / plane) % images.channels.max(1);
+            let v = f64::from(p) / 255.0;
+            sum[ch] += v;
+            sq[ch] += v * v;
+        }
+        let n = (images.len() * plane).max(1) as f64;
+        let mean: Vec<f64> = sum.iter().map(|s| s / n).collect();
+        let std = sq
+            .iter()
+            .zip(&mean)
+            .map(|(q, m)| {
+                let sd = (q / n - m * m).max(0.0).sqrt();
+                if sd > 0.0 { sd as f32 } else { 1.0 }
+            })
+            .collect();
+        Self {
+            mean: mean.into_iter().map(|m| m as f32).collect(),
+            std,
+        }
+    }
+
+    /// The normalised pixels of `items`, `[n, channels, rows, cols]` row-major.
+    pub fn pixels(&self, items: &[ImageItem]) -> Vec<f32> {
+        let luts: Vec<Vec<f32>> = self
+            .mean
+            .iter()
+            .zip(&self.std)
+            .map(|(m, s)| {
+                (0..=255u8)
+                    .map(|p| (f32::from(p) / 255.0 - m) / s)
+                    .collect()
+            })
+            .collect();
+        let mut out = Vec::with_capacity(items.iter().map(|i| i.pixels.len()).sum());
+        for item in items {
+            let plane = item.rows * item.cols;
+            for (ch, chunk) in item.pixels.chunks(plane.max(1)).enumerate() {
+                let lut = &luts[ch.min(luts.len() - 1)];
+                out.extend(chunk.iter().map(|&p| lut[usize::from(p)]));
+            }
+        }
+        out
+    }
+}
+
+impl Batcher<ImageItem, (Tensor<4>, Tensor<1, Int>)> for ChannelBatcher {
+    fn batch(&self, items: Vec<ImageItem>, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
+        let (channels, rows, cols) = items
+            .first()
+            .map_or((0, 0, 0), |i| (i.channels, i.rows, i.cols));
+        let labels: Vec<i64> = items.iter().map(|i| i64::from(i.label)).collect();
+        let n = items.len();
+        (
+            Tensor::from_data(
+                TensorData::new(self.pixels(&items), [n, channels, rows, cols]),
+                device,
+            ),
+            Tensor::from_data(TensorData::new(labels, [n]), device),
+        )
+    }
+}
+
 /// One image and its label.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ImageItem {
@@ -296,5 +378,31 @@ mod tests {
                 .unwrap(),
             vec![6]
         );
+    }
+
+    #[test]
+    fn channel_statistics_are_exact_and_normalise_each_channel() {
+        // Two 2-channel 1x2 images: channel 0 holds 0, 51, 102, 153 (mean 0.3, population sd
+        // sqrt(0.05)); channel 1 is constant 255 (sd 0 -> 1).
+        let set = Images {
+            pixels: vec![0, 51, 255, 255, 102, 153, 255, 255],
+            labels: vec![1, 2],
+            channels: 2,
+            rows: 1,
+            cols: 2,
+            classes: 3,
+        };
+        let b = ChannelBatcher::fit(&set);
+        assert!((b.mean[0] - 0.3).abs() < 1e-6 && (b.mean[1] - 1.0).abs() < 1e-6);
+        assert!((b.std[0] - 0.05f32.sqrt()).abs() < 1e-6 && b.std[1] == 1.0);
+        let (x, _) = b.batch(vec![set.get(1).unwrap()], &Device::flex());
+        let got = x.into_data().try_into_vec::<f32>().unwrap();
+        let sd = 0.05f32.sqrt();
+        for (g, e) in got
+            .iter()
+            .zip([(0.4 - 0.3) / sd, (0.6 - 0.3) / sd, 0.0, 0.0])
+        {
+            assert!((g - e).abs() < 1e-5, "{got:?}");
+        }
     }
 }

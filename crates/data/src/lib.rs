@@ -5,6 +5,7 @@
 //! `SGMCMC_DATA_DIR`). [`datasets`] offers every reader's data as a burn `Dataset` with a
 //! batcher.
 
+pub mod augment;
 pub mod cifar;
 pub mod color_synthetic;
 pub mod datasets;

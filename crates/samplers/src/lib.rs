@@ -30,5 +30,6 @@ pub mod kernel;
 pub mod registry;
 pub mod rng;
 pub mod sampler;
+pub mod swag;
 
 pub use error::{MixtureError, SamplerError, TargetError};

@@ -1,0 +1,310 @@
+//! `sgmcmc images`: the papers' image classification tables (thesis Tables 2.1, 3.1, 4.2,
+//! 5.2, 6.1) with ResNet20/32/56 on CIFAR-10/100 (SVHN out of distribution), and the same
+//! pipeline on Fashion-MNIST and MNIST (each the other's out-of-distribution set), which this
+//! machine has.
+//!
+//! `sgmcmc images --dataset D --model M --sampler S --preset cpu|gpu` runs one sampler;
+//! `--preset ROW` runs a table row (`--list` names them) under `--protocol gpu|cpu`, and writes
+//! the paper's numbers beside ours in `summary.json`; `--resume DIR` continues a checkpointed
+//! run exactly.
+//!
+//! The pipeline of the reference code: per-channel normalisation with the training set's
+//! statistics, random crops after 4-pixel zero padding and horizontal flips
+//! ([`sgmcmc_data::augment`]), the energy `N * mean cross-entropy + (25 / 2) |theta|^2`
+//! ("weight decay 25"), BatchNorm running statistics carried by each network and used at
+//! evaluation ([`eval`]), models collected from `burn_epochs` on at every evaluation.
+
+pub mod config;
+pub mod data;
+pub mod eval;
+pub mod presets;
+pub mod report;
+pub mod run;
+pub mod swag;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::output::{Force, fresh_run_dir};
+use crate::overrides::{ConfigFile, flags_over};
+use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
+use data::ImagesData;
+use presets::{table_config, table_rows};
+use run::{Record, Stop};
+
+/// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
+#[derive(Debug, Args)]
+pub struct ImagesArgs {
+    /// Sampler name (`--list` prints them) [default: the config file's, else sghmc].
+    #[arg(long)]
+    pub sampler: Option<String>,
+    /// `cpu` (shortened schedule), `gpu` (the papers' protocol) or a table row (`--list`)
+    /// [default: the config file's, else cpu].
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Protocol of a table-row preset: `gpu` (the paper's schedule) or `cpu`.
+    #[arg(long, default_value = "gpu")]
+    pub protocol: String,
+    /// Data set: fashion-mnist, mnist, cifar10, cifar100, svhn, synthetic [default:
+    /// fashion-mnist].
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// Model: resnet20, resnet32, resnet56, wrn16-8, wrn28-10 [default: resnet20].
+    #[arg(long)]
+    pub model: Option<String>,
+    /// TOML config file (the fields of a run's `config.toml`); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Chains (overrides the preset).
+    #[arg(long)]
+    pub chains: Option<usize>,
+    /// Epochs, fractions allowed (overrides the preset).
+    #[arg(long)]
+    pub epochs: Option<f64>,
+    /// Minibatch size (overrides the preset).
+    #[arg(long)]
+    pub batch: Option<usize>,
+    /// Learning rate at full-data scale (overrides the preset).
+    #[arg(long)]
+    pub lr: Option<f64>,
+    /// Sampling temperature (overrides the preset).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Training images used (0 = all; overrides the preset).
+    #[arg(long)]
+    pub train_limit: Option<usize>,
+    /// Test images scored (0 = all; overrides the preset).
+    #[arg(long)]
+    pub test_limit: Option<usize>,
+    /// Out-of-distribution images scored (0 = all; overrides the preset).
+    #[arg(long)]
+    pub ood_limit: Option<usize>,
+    /// Evaluate every this many epochs (overrides the preset).
+    #[arg(long)]
+    pub eval_every: Option<f64>,
+    /// Collect models from this epoch on (overrides the preset).
+    #[arg(long)]
+    pub burn_epochs: Option<f64>,
+    /// Checkpoint every this many epochs (0 = never; overrides the preset).
+    #[arg(long)]
+    pub checkpoint_every: Option<f64>,
+    /// Stop after this many steps (a checkpoint is written; continue with `--resume`).
+    #[arg(long)]
+    pub stop_after: Option<u64>,
+    /// Run seed [default: the config file's, else 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Data directory; default `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Run directory (default `runs/images-DATASET-PRESET-SAMPLER`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Tensor backend.
+    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    pub device: DeviceChoice,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
+    /// Continue the checkpointed run in this directory.
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
+    /// Print the samplers, data sets and presets and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// What one run writes into its folder.
+pub const FILES: &[&str] = &[
+    "checkpoint.cbor",
+    "config.toml",
+    "energy.csv",
+    "accuracy.csv",
+    "accuracy.png",
+    "calibration.csv",
+    "calibration.png",
+    "ood_entropy.csv",
+    "ood_entropy_cdf.png",
+    "summary.json",
+];
+
+/// The configuration `a` asks for: the preset (generic or a table row), the config file laid
+/// over it, then the flags.
+pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConfig, AppError> {
+    let from_file = |key: &str| file.and_then(|f| f.string(key));
+    let preset = a.preset.as_deref().or(from_file("preset")).unwrap_or("cpu");
+    let mut c = if matches!(preset, "cpu" | "gpu") {
+        ImagesConfig::preset(
+            preset,
+            a.dataset
+                .as_deref()
+                .or(from_file("dataset"))
+                .unwrap_or("fashion-mnist"),
+            a.model
+                .as_deref()
+                .or(from_file("model"))
+                .unwrap_or("resnet20"),
+            a.sampler
+                .as_deref()
+                .or(from_file("sampler"))
+                .unwrap_or("sghmc"),
+        )?
+    } else {
+        if a.sampler.is_some() || a.dataset.is_some() || a.model.is_some() {
+            return Err(AppError::Usage(format!(
+                "preset `{preset}` is a table row: it fixes --sampler, --dataset and --model"
+            )));
+        }
+        table_config(preset, &a.protocol)?
+    };
+    if let Some(f) = file {
+        c = f.over(&c)?;
+    }
+    flags_over!(c, a; seed, chains, epochs, batch, lr, temperature, train_limit, test_limit,
+        ood_limit, eval_every, burn_epochs, checkpoint_every);
+    c.validate()?;
+    Ok(c)
+}
+
+/// Runs `config` into `dir` from scratch, or from `resume`, and writes its outputs when it
+/// reaches the end. Returns the record.
+pub fn execute(
+    config: &ImagesConfig,
+    data: &ImagesData,
+    dir: &Path,
+    device_choice: DeviceChoice,
+    resume: Option<sgmcmc_engine::Checkpoint>,
+    stop: Stop,
+    quiet: bool,
+) -> Result<Record, AppError> {
+    let device = device_choice
+        .device()?
+        .ok_or_else(|| {
+            AppError::Usage("images needs a tensor device (flex, ndarray, wgpu)".into())
+        })?
+        .autodiff();
+    let mut sampler = run::build(config, data, &device)?;
+    let meta = run::ImagesMeta {
+        config: config.clone(),
+        data: data.source.clone(),
+        device: device_choice,
+    };
+    let record = run::train(
+        &meta,
+        data,
+        &mut sampler,
+        resume,
+        dir,
+        &device,
+        stop,
+        !quiet,
+    )?;
+    if record.steps_done == run::total_steps(config, data) {
+        let s = report::write(dir, config, data, &record, &device_choice.to_string())?;
+        println!(
+            "{} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
+             last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
+             Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
+            config.sampler,
+            config.model,
+            config.dataset,
+            s.bma.accuracy,
+            s.bma.nll,
+            s.bma.nll_sum,
+            s.bma.brier_permille,
+            s.bma.ece_percent,
+            s.bma_models,
+            s.last_sample.accuracy,
+            s.last_sample.nll,
+            s.last_sample.ece_percent,
+            s.bpe_accuracy,
+            config.ood,
+            s.bma_ood.mean_entropy,
+            s.last_sample_ood.mean_entropy,
+            s.bma_ood.brier_permille,
+            s.header.steps_per_second,
+            s.header.device,
+            s.train_seconds,
+            s.eval_seconds,
+            dir.display()
+        );
+    } else {
+        println!(
+            "{}: stopped after {} steps; continue with --resume {}",
+            config.sampler,
+            record.steps_done,
+            dir.display()
+        );
+    }
+    Ok(record)
+}
+
+fn list() {
+    println!("samplers:");
+    for (name, what) in IMAGES_SAMPLERS {
+        println!("  {name:>11}  {what}");
+    }
+    println!("data sets (out-of-distribution set):");
+    for (name, ood) in DATASETS {
+        println!("  {name:>13}  ({ood})");
+    }
+    println!("presets: cpu (shortened schedule), gpu (the papers' protocol), and the table rows:");
+    for r in table_rows() {
+        println!(
+            "  {:<36} Table {:<4} {:<12} {:<9} {:<9} {}",
+            r.name,
+            r.table,
+            r.method,
+            r.dataset(),
+            r.model(),
+            r.sampler()
+        );
+    }
+}
+
+/// `sgmcmc images`.
+pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
+    if a.list {
+        list();
+        return Ok(());
+    }
+    if a.stop_after == Some(0) {
+        return Err(AppError::Usage("--stop-after must be >= 1 step".into()));
+    }
+    let stop = Stop {
+        after_steps: a.stop_after,
+    };
+    if let Some(dir) = &a.resume {
+        let (meta, c) = run::read_checkpoint(dir)?;
+        let data = ImagesData::load(&meta.data.dir, &meta.config)?;
+        meta.data.check(&data.source)?;
+        execute(
+            &meta.config,
+            &data,
+            dir,
+            meta.device,
+            Some(c),
+            stop,
+            a.quiet,
+        )?;
+        return Ok(());
+    }
+    let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+    let config = config_of(a, file.as_ref())?;
+    let dir = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "runs/images-{}-{}-{}",
+            config.dataset, config.preset, config.sampler
+        ))
+    });
+    let dir = fresh_run_dir(&dir, a.force.force, FILES)?;
+    let data = ImagesData::load(&crate::output::data_root(a.data_dir.as_deref()), &config)?;
+    execute(&config, &data, &dir, a.device, None, stop, a.quiet)?;
+    Ok(())
+}

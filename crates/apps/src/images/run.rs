@@ -1,0 +1,451 @@
+//! One `sgmcmc images` run on the engine: the sampler over ImageClassifier chains, the augmented
+//! batches, the recorder observer (evaluation, model averages), checkpoints and resume.
+//!
+//! Every `eval_every` epochs (counted in steps) and before the last step, each chain's
+//! pre-move network is scored on the test set; past `burn_epochs` (and in the sampling phase
+//! of cyclical schedules) the sample chains' networks join the model average with the log
+//! importance weight the sampler reports for that very point, and are scored on the
+//! out-of-distribution set too. Replica exchange samples from the chain on rung 0 only.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+use sgmcmc_engine::{Checkpoint, Checkpoints, Observer, Progress, Run, RunError, init};
+use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
+use sgmcmc_samplers::control::Phase;
+use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::registry::AnySampler;
+use sgmcmc_samplers::rng::ChainRng;
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
+use sgmcmc_samplers::swag::Swag;
+
+use crate::data_record::DataRecord;
+use crate::device::DeviceChoice;
+use crate::error::AppError;
+use crate::images::config::ImagesConfig;
+use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
+use crate::images::eval::{
+    Averages, Metrics, OodMetrics, metrics, ood_metrics, probabilities, reliability, sorted_entropy,
+};
+use crate::images::swag::{draws, trainable_values};
+use crate::output::write_toml;
+use crate::progress;
+
+/// The sampler of a run.
+pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
+
+/// One evaluation point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalRow {
+    /// Epochs done (fractional).
+    pub epoch: f64,
+    /// Steps done.
+    pub step: u64,
+    /// Test metrics of each chain's current network.
+    pub chains: Vec<Metrics>,
+    /// Test metrics of the model average so far (`None` before the first collected model).
+    pub bma: Option<Metrics>,
+    /// Out-of-distribution metrics of the model average so far.
+    pub bma_ood: Option<OodMetrics>,
+    /// Models averaged so far.
+    pub models: usize,
+    /// Kish's effective number of averaged models.
+    pub effective_models: f64,
+}
+
+/// What a run has recorded so far (checkpointed).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Steps done.
+    pub steps_done: u64,
+    /// Stochastic energy `U~` of each chain per step.
+    pub energies: Vec<Vec<f64>>,
+    /// Evaluation rows.
+    pub evals: Vec<EvalRow>,
+    /// Model averages.
+    pub averages: Averages,
+    /// The last collected sample on its own: the "single final sample" the model average is
+    /// compared with.
+    pub last_sample: Option<LastSample>,
+    /// cycSWAG: each chain's fit of the current cycle.
+    pub swag: Vec<Swag>,
+    /// Training wall time so far (excluding evaluation), seconds.
+    pub train_seconds: f64,
+    /// Evaluation wall time so far, seconds.
+    pub eval_seconds: f64,
+}
+
+/// The last collected network on its own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastSample {
+    /// Test metrics.
+    pub test: Metrics,
+    /// Out-of-distribution metrics.
+    pub ood: OodMetrics,
+    /// Its reliability diagram on the test set.
+    pub reliability: Vec<(f64, f64, usize)>,
+    /// Its predictive entropies on the out-of-distribution set, sorted.
+    pub ood_entropy: Vec<f64>,
+}
+
+/// What a run's checkpoints record beside the sampler: what `--resume` continues.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ImagesMeta {
+    /// The settings.
+    pub config: ImagesConfig,
+    /// The data folder read and the digest of its images.
+    pub data: DataRecord,
+    /// The device the run computes on.
+    pub device: DeviceChoice,
+}
+
+/// The checkpoint file of a run directory.
+pub fn checkpoint_path(dir: &Path) -> PathBuf {
+    dir.join("checkpoint.cbor")
+}
+
+/// Reads a run directory's checkpoint and what it records.
+pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError> {
+    let path = checkpoint_path(dir);
+    let c = Checkpoint::read(&path)?;
+    let meta = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
+        AppError::Input(format!(
+            "{}: not an images checkpoint ({e}); start the run again with --force",
+            path.display()
+        ))
+    })?;
+    Ok((meta, c))
+}
+
+/// Steps per epoch.
+pub fn steps_per_epoch(config: &ImagesConfig, data: &ImagesData) -> u64 {
+    (data.train.len() / config.batch) as u64
+}
+
+/// Steps of the whole run.
+pub fn total_steps(config: &ImagesConfig, data: &ImagesData) -> u64 {
+    ((config.epochs * steps_per_epoch(config, data) as f64).round() as u64).max(1)
+}
+
+/// Steps of `epochs` epochs (at least 1).
+fn steps_of(epochs: f64, per_epoch: u64) -> u64 {
+    ((epochs * per_epoch as f64).round() as u64).max(1)
+}
+
+/// The posterior of a run: categorical likelihood at full-data scale, Gaussian prior of
+/// precision `weight_decay`.
+pub fn posterior(config: &ImagesConfig, data: &ImagesData) -> Posterior {
+    Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale {
+            n_data: data.train.len(),
+            prior_precision: config.weight_decay,
+        },
+    }
+}
+
+/// Builds the sampler of `config` on the autodiff `device`; chain `p` starts from the network
+/// initialised with [`init::chain_seed`]`(seed, p)`.
+pub fn build(
+    config: &ImagesConfig,
+    data: &ImagesData,
+    device: &Device,
+) -> Result<ImagesSampler, AppError> {
+    let arch = config.architecture()?;
+    let (classes, channels) = (data.classes(), data.train.channels);
+    arch.init(classes, channels, config.width, device)
+        .map_err(AppError::Usage)?;
+    let modules = init::chains(device, config.seed, config.chains, || {
+        arch.init(classes, channels, config.width, device)
+            .expect("checked above")
+    });
+    let ensemble = ModuleEnsemble::new(posterior(config, data), modules, config.seed)?;
+    let per_epoch = steps_per_epoch(config, data);
+    let spec = config.spec(total_steps(config, data), per_epoch)?;
+    // Replica exchange draws fresh minibatches for its swap variance and, with control
+    // variates, passes over the training set for the snapshots' energies. Both index the
+    // training set within its length, so they cannot fail.
+    let (fresh, pass) = (
+        TrainBatcher::new(config, data, device),
+        TrainBatcher::new(config, data, device),
+    );
+    Ok(spec.build_with_data(
+        ensemble,
+        config.seed,
+        Box::new(move |k, j| fresh.fresh(k, j).expect("indices within the training set")),
+        Some(Box::new(move |i| {
+            pass.full_pass(i).expect("indices within the training set")
+        })),
+    )?)
+}
+
+/// Where a run stops early (tests of resume).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stop {
+    /// Stop after this many steps (a checkpoint is written there).
+    pub after_steps: Option<u64>,
+}
+
+/// What the recorder needs for cycSWAG.
+struct SwagSetup {
+    rank: usize,
+    every: u64,
+    samples: usize,
+    bn_batches: usize,
+    cycle: u64,
+    seed: u64,
+    source: TrainBatcher,
+}
+
+/// The run's recorder (see the module docs).
+struct Recorder<'a> {
+    data: &'a ImagesData,
+    swag: Option<SwagSetup>,
+    plain: Device,
+    eval_steps: u64,
+    burn_steps: u64,
+    per_epoch: u64,
+    held: Option<Vec<ImageClassifier>>,
+    record: Record,
+    clock: Instant,
+}
+
+impl Recorder<'_> {
+    fn is_eval_step(&self, at: &Progress) -> bool {
+        (at.step > 0 && at.step.is_multiple_of(self.eval_steps)) || at.is_last()
+    }
+
+    fn evaluate(
+        &mut self,
+        report: &StepReport,
+        models: &[ImageClassifier],
+    ) -> Result<(), AppError> {
+        let k = report.step;
+        let sampling = report.phase != Some(Phase::Exploration);
+        let collect = k >= self.burn_steps && sampling;
+        // cycSWAG averages its draws, not the SGD iterates.
+        let collect = collect && self.swag.is_none();
+        let classes = self.data.classes();
+        let mut chains = Vec::new();
+        for (p, m) in models.iter().enumerate() {
+            let probs = probabilities(m, &self.data.test, &self.data.normaliser, &self.plain)?;
+            let own = metrics(&probs, &self.data.test);
+            chains.push(own);
+            // The engine's rule (`Kept::chains`): replica exchange samples from the chain on
+            // rung 0 after this step's swaps, at its pre-move point.
+            let sample = report.rungs.get(p).is_none_or(|r| *r == 0);
+            if collect && sample {
+                let w = report.log_weights.get(p).copied().unwrap_or(0.0);
+                self.collect(m, w, probs)?;
+            }
+        }
+        let bma = self
+            .record
+            .averages
+            .test
+            .mean()
+            .map(|m| metrics(&m, &self.data.test));
+        let bma_ood = self
+            .record
+            .averages
+            .ood
+            .mean()
+            .map(|m| ood_metrics(&m, classes));
+        self.record.evals.push(EvalRow {
+            epoch: k as f64 / self.per_epoch as f64,
+            step: k,
+            chains,
+            bma,
+            bma_ood,
+            models: self.record.averages.test.models(),
+            effective_models: self.record.averages.test.effective_models(),
+        });
+        Ok(())
+    }
+}
+
+impl Recorder<'_> {
+    /// Adds network `m` (with test-set probabilities `probs`) to the model averages with log
+    /// weight `w`, scoring it on the out-of-distribution set too.
+    fn collect(&mut self, m: &ImageClassifier, w: f64, probs: Vec<f64>) -> Result<(), AppError> {
+        let classes = self.data.classes();
+        self.record.averages.test.add_log(w, &probs);
+        let mut last = LastSample {
+            test: metrics(&probs, &self.data.test),
+            reliability: reliability(&probs, &self.data.test),
+            ..LastSample::default()
+        };
+        if !self.data.ood.is_empty() {
+            let q = probabilities(m, &self.data.ood, &self.data.normaliser, &self.plain)?;
+            last.ood = ood_metrics(&q, classes);
+            last.ood_entropy = sorted_entropy(&q, classes);
+            self.record.averages.ood.add_log(w, &q);
+        }
+        self.record.last_sample = Some(last);
+        Ok(())
+    }
+
+    /// cycSWAG after step `k`: adds the chains' iterates in the sampling phase; at the end of
+    /// a cycle draws from each chain's fit into the model average and restarts the fits.
+    fn swag_step(
+        &mut self,
+        at: &Progress,
+        sampler: &ImagesSampler,
+        report: &StepReport,
+    ) -> Result<(), AppError> {
+        let Some(setup) = self.swag.as_mut() else {
+            return Ok(());
+        };
+        let k = at.step + 1;
+        let modules: Vec<ImageClassifier> = sampler.ensemble().modules().cloned().collect();
+        if report.phase == Some(Phase::Sampling) && k.is_multiple_of(setup.every) {
+            for (p, m) in modules.iter().enumerate() {
+                let theta = trainable_values(m)?;
+                if self.record.swag.len() <= p {
+                    self.record.swag.push(Swag::new(theta.len(), setup.rank)?);
+                }
+                self.record.swag[p].add(&theta)?;
+            }
+        }
+        if !(k.is_multiple_of(setup.cycle) || at.is_last()) {
+            return Ok(());
+        }
+        let cycle = (k - 1) / setup.cycle;
+        let fits = std::mem::take(&mut self.record.swag);
+        let mut drawn = Vec::new();
+        for (p, fit) in fits.iter().enumerate().filter(|(_, f)| f.count() > 0) {
+            let mut rng = ChainRng::new(setup.seed ^ 0x5A6A_6000, cycle * 64 + p as u64);
+            drawn.extend(draws(
+                fit,
+                &modules[p],
+                setup.samples,
+                &mut rng,
+                &setup.source,
+                (1 << 62) + cycle,
+                setup.bn_batches,
+            )?);
+        }
+        for m in drawn {
+            let probs = probabilities(&m, &self.data.test, &self.data.normaliser, &self.plain)?;
+            self.collect(&m, 0.0, probs)?;
+        }
+        Ok(())
+    }
+}
+
+impl Observer<ImagesSampler> for Recorder<'_> {
+    fn on_start(&mut self, _: &Progress, _: &ImagesSampler) -> Result<(), RunError> {
+        self.clock = Instant::now();
+        Ok(())
+    }
+
+    fn before_step(&mut self, at: &Progress, sampler: &ImagesSampler) -> Result<(), RunError> {
+        if self.is_eval_step(at) {
+            // `valid` copies: a clone would share its BatchNorm running statistics with the
+            // chain, which the step is about to update.
+            self.held = Some(sampler.ensemble().modules().map(Module::valid).collect());
+        }
+        Ok(())
+    }
+
+    fn on_step(
+        &mut self,
+        at: &Progress,
+        sampler: &ImagesSampler,
+        report: &StepReport,
+    ) -> Result<(), RunError> {
+        self.record.train_seconds += self.clock.elapsed().as_secs_f64();
+        self.record.energies.push(report.energies.clone());
+        let t = Instant::now();
+        if let Some(models) = self.held.take() {
+            self.evaluate(report, &models)
+                .map_err(|e| RunError::Observer(e.to_string()))?;
+        }
+        self.swag_step(at, sampler, report)
+            .map_err(|e| RunError::Observer(e.to_string()))?;
+        self.record.eval_seconds += t.elapsed().as_secs_f64();
+        self.record.steps_done = at.step + 1;
+        self.clock = Instant::now();
+        Ok(())
+    }
+
+    fn save(&self) -> Result<Vec<u8>, RunError> {
+        sgmcmc_engine::observer::encode(&self.record)
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
+        self.record = sgmcmc_engine::observer::decode(state)?;
+        Ok(())
+    }
+}
+
+/// Runs (or continues, from `resume`) `meta.config` to the end or `stop`, checkpointing into
+/// `dir` with `meta` (and writing the config to its `config.toml`). Returns the record.
+#[allow(clippy::too_many_arguments)]
+pub fn train(
+    meta: &ImagesMeta,
+    data: &ImagesData,
+    sampler: &mut ImagesSampler,
+    resume: Option<Checkpoint>,
+    dir: &Path,
+    device: &Device,
+    stop: Stop,
+    show_progress: bool,
+) -> Result<Record, AppError> {
+    let config = &meta.config;
+    let per_epoch = steps_per_epoch(config, data);
+    let total = total_steps(config, data);
+    let swag = (config.sampler == "cycswag")
+        .then(|| -> Result<SwagSetup, AppError> {
+            Ok(SwagSetup {
+                rank: config.swag_rank,
+                every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
+                samples: config.swag_samples,
+                bn_batches: config.bn_batches,
+                cycle: total
+                    .max(config.cycles)
+                    .div_ceil(config.cycles.max(1))
+                    .max(1),
+                seed: config.seed,
+                source: TrainBatcher::new(config, data, device),
+            })
+        })
+        .transpose()?;
+    let mut recorder = Recorder {
+        data,
+        swag,
+        plain: device.clone().inner(),
+        eval_steps: steps_of(config.eval_every, per_epoch),
+        burn_steps: (config.burn_epochs * per_epoch as f64).round() as u64,
+        per_epoch,
+        held: None,
+        record: Record::default(),
+        clock: Instant::now(),
+    };
+    let pb = progress::bar(total, &config.sampler, show_progress);
+    let mut progress = progress::report(&pb, 500);
+    let meta = sgmcmc_engine::observer::encode(meta)?;
+    let every = if config.checkpoint_every > 0.0 {
+        steps_of(config.checkpoint_every, per_epoch)
+    } else {
+        0
+    };
+    let mut run = Run::steps(total)
+        .keep_when(|_| false)
+        .observe(&mut recorder)
+        .observe(&mut progress)
+        .checkpoints(Checkpoints::new(checkpoint_path(dir), every).with_meta(meta));
+    if let Some(after) = stop.after_steps {
+        run = run.stop_after(after);
+    }
+    if let Some(c) = resume {
+        run = run.resume(c);
+    }
+    write_toml(&dir.join("config.toml"), config)?;
+    run.run(sampler, &mut AugmentedBatches::new(config, data, device)?)?;
+    pb.finish_and_clear();
+    Ok(recorder.record)
+}

@@ -1,0 +1,152 @@
+//! cycSWAG (thesis Tables 4.2 and 6.1, "MultiSWAG"): momentum SGD under a cyclical cosine lr;
+//! in the sampling phase of each cycle the chain's trainable parameters are added to a SWAG fit
+//! ([`sgmcmc_samplers::swag::Swag`]) `swag_per_epoch` times per epoch; at the end of the cycle
+//! `swag_samples` networks are drawn from it, their BatchNorm running statistics recomputed on
+//! `bn_batches` augmented training batches (forward passes in training mode, as SWAG's
+//! `bn_update`; the reference code fine-tunes each draw for an epoch instead), and each joins
+//! the model average with weight 1. The fit restarts with the next cycle.
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::Tensor;
+use sgmcmc_models::{ImageClassifier, Network};
+use sgmcmc_samplers::checkpoint::TensorState;
+use sgmcmc_samplers::ensemble::{module_values, with_module_values};
+use sgmcmc_samplers::rng::ChainRng;
+use sgmcmc_samplers::swag::Swag;
+
+use crate::error::AppError;
+use crate::images::data::TrainBatcher;
+
+/// Which float tensors of a module are trainable (BatchNorm running statistics are not).
+struct Trainable(Vec<bool>);
+
+impl ModuleVisitor for Trainable {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.0.push(param.val().is_require_grad());
+    }
+}
+
+/// The float tensors of `m` and which of them are trainable.
+fn split(m: &ImageClassifier) -> Result<(Vec<TensorState>, Vec<bool>), AppError> {
+    let values = module_values(m)?;
+    let mut t = Trainable(Vec::new());
+    m.visit(&mut t);
+    if t.0.len() != values.len() {
+        return Err(AppError::Run("parameter visit orders differ".into()));
+    }
+    Ok((values, t.0))
+}
+
+/// The trainable parameters of `m`, flattened in visit order.
+pub fn trainable_values(m: &ImageClassifier) -> Result<Vec<f32>, AppError> {
+    let (values, mask) = split(m)?;
+    Ok(values
+        .into_iter()
+        .zip(mask)
+        .filter(|(_, t)| *t)
+        .flat_map(|(v, _)| v.values)
+        .collect())
+}
+
+/// `m` with its trainable parameters replaced by `flat` (visit order).
+pub fn with_trainable_values(
+    m: ImageClassifier,
+    flat: &[f32],
+) -> Result<ImageClassifier, AppError> {
+    let (mut values, mask) = split(&m)?;
+    let mut at = 0;
+    for (v, t) in values.iter_mut().zip(mask) {
+        if t {
+            let n = v.values.len();
+            let part = flat
+                .get(at..at + n)
+                .ok_or_else(|| AppError::Run("SWAG draw shorter than the network".into()))?;
+            v.values.copy_from_slice(part);
+            at += n;
+        }
+    }
+    if at != flat.len() {
+        return Err(AppError::Run("SWAG draw longer than the network".into()));
+    }
+    Ok(with_module_values(m, values)?)
+}
+
+/// Recomputes the running BatchNorm statistics of `m` (on an autodiff device, where burn's
+/// BatchNorm runs in training mode) from `batches` fresh training batches keyed by `key`.
+pub fn refresh_batch_norm(
+    m: &ImageClassifier,
+    source: &TrainBatcher,
+    key: u64,
+    batches: usize,
+) -> Result<(), AppError> {
+    for i in 0..batches {
+        drop(m.forward(source.fresh(key, i)?.x));
+    }
+    Ok(())
+}
+
+/// Draws `n` networks from `fit` around `template` (an autodiff-device network whose running
+/// statistics [`refresh_batch_norm`] replaces).
+pub fn draws(
+    fit: &Swag,
+    template: &ImageClassifier,
+    n: usize,
+    rng: &mut ChainRng,
+    source: &TrainBatcher,
+    key: u64,
+    bn_batches: usize,
+) -> Result<Vec<ImageClassifier>, AppError> {
+    (0..n)
+        .map(|_| {
+            let theta = fit.sample(rng)?;
+            // A copy with running statistics of its own (a clone would share the chain's, and
+            // every draw the last one's): `valid` then `train` rebuilds them.
+            let m = with_trainable_values(template.valid().train(), &theta)?;
+            refresh_batch_norm(&m, source, key, bn_batches)?;
+            Ok(m)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Device;
+    use burn::tensor::{Distribution, Tensor};
+    use sgmcmc_models::ResNetConfig;
+    use sgmcmc_samplers::ensemble::module_values;
+
+    #[test]
+    fn trainable_values_are_the_published_parameter_count_and_round_trip() {
+        let device = Device::flex().autodiff();
+        let m = ImageClassifier::ResNet(ResNetConfig::resnet20(10).init(&device).unwrap());
+        let flat = trainable_values(&m).unwrap();
+        assert_eq!(flat.len(), 269_722);
+        let doubled: Vec<f32> = flat.iter().map(|x| 2.0 * x).collect();
+        let m2 = with_trainable_values(m, &doubled).unwrap();
+        assert_eq!(trainable_values(&m2).unwrap(), doubled);
+        assert!(with_trainable_values(m2, &doubled[1..]).is_err());
+    }
+
+    /// A draw's copy has running statistics of its own: refreshing them leaves the chain's
+    /// network (and so every other draw) as it was.
+    #[test]
+    fn a_draw_copy_does_not_share_batch_norm_statistics() {
+        let device = Device::flex().autodiff();
+        let chain = ImageClassifier::ResNet(ResNetConfig::resnet20(10).init(&device).unwrap());
+        let before = module_values(&chain).unwrap();
+        let copy = with_trainable_values(chain.valid().train(), &trainable_values(&chain).unwrap())
+            .unwrap();
+        let x = Tensor::<4>::random([4, 3, 8, 8], Distribution::Normal(1.0, 2.0), &device);
+        drop(copy.forward(x));
+        drop(copy.valid());
+        assert_eq!(module_values(&chain).unwrap(), before);
+        assert_ne!(module_values(&copy).unwrap(), before);
+        // A clone, by contrast, shares them (why the draws are not clones).
+        let clone = chain.clone();
+        let x = Tensor::<4>::random([4, 3, 8, 8], Distribution::Normal(1.0, 2.0), &device);
+        drop(clone.forward(x));
+        drop(clone.valid());
+        assert_ne!(module_values(&chain).unwrap(), before);
+    }
+}

@@ -1,0 +1,90 @@
+//! SWAG's moments on a quadratic loss, against the exact stationary law of the SGD iterates it
+//! is fitted to.
+//!
+//! SGD with step `eta` on `U(theta) = sum_i a_i theta_i^2 / 2` with gradient noise `sigma xi`,
+//! `theta <- (1 - eta a_i) theta - eta sigma xi`, is an AR(1) chain per coordinate with the
+//! stationary law `N(0, v_i)`, `v_i = eta sigma^2 / (a_i (2 - eta a_i))`. SWAG fitted to
+//! every 10th iterate (T = 20,000 after 2,000 steps of burn-in) must recover mean 0 and
+//! `Sigma_diag = v`; its draws must have the mean and the variance
+//! `(Sigma_diag + (D D^T)_ii / (K - 1)) / 2` of Maddox et al.'s Algorithm 1.
+//!
+//! Tolerances are 4.5 standard errors. For the fit, the thinned iterates have lag-one
+//! correlation `rho_i = (1 - eta a_i)^10` (0.60, 0.11, 0.001), so the variance estimate has
+//! standard error `v sqrt(2 (1 + rho^2) / (T (1 - rho^2)))` (1.5% of `v` at the slowest
+//! coordinate) and the mean `sqrt(v (1 + rho) / (T (1 - rho)))`. For the draws (20,000
+//! independent Gaussians), `var sqrt(2 / 20000)` and `sqrt(var / 20000)`.
+
+use sgmcmc::samplers::rng::ChainRng;
+use sgmcmc::samplers::swag::Swag;
+
+const A: [f64; 3] = [1.0, 4.0, 10.0];
+const ETA: f64 = 0.05;
+const SIGMA: f64 = 1.0;
+const T: usize = 20_000;
+
+fn exact_variance(a: f64) -> f64 {
+    ETA * SIGMA * SIGMA / (a * (2.0 - ETA * a))
+}
+
+fn fit() -> Swag {
+    let mut rng = ChainRng::new(7, 0);
+    let mut theta = [0.0f64; 3];
+    let mut swag = Swag::new(3, 20).unwrap();
+    for step in 0..2_000 + 10 * T {
+        for (x, a) in theta.iter_mut().zip(A) {
+            *x -= ETA * (a * *x + SIGMA * rng.normal());
+        }
+        if step >= 2_000 && (step - 2_000) % 10 == 9 {
+            let f: Vec<f32> = theta.iter().map(|&x| x as f32).collect();
+            swag.add(&f).unwrap();
+        }
+    }
+    swag
+}
+
+#[test]
+fn swag_fit_recovers_the_exact_stationary_moments_of_sgd() {
+    let swag = fit();
+    assert_eq!(swag.count(), T as u64);
+    let diag = swag.diag_variance();
+    for (i, a) in A.into_iter().enumerate() {
+        let v = exact_variance(a);
+        let rho = (1.0 - ETA * a).powi(10);
+        let se_var = v * (2.0 * (1.0 + rho * rho) / (T as f64 * (1.0 - rho * rho))).sqrt();
+        let se_mean = (v * (1.0 + rho) / (T as f64 * (1.0 - rho))).sqrt();
+        println!(
+            "a = {a}: Sigma_diag {:.6} vs exact {v:.6} (se {se_var:.2e}), mean {:.5} (se {se_mean:.1e})",
+            diag[i],
+            swag.mean()[i]
+        );
+        assert!((diag[i] - v).abs() < 4.5 * se_var, "coordinate {i}");
+        assert!(swag.mean()[i].abs() < 4.5 * se_mean, "coordinate {i}");
+    }
+}
+
+#[test]
+fn swag_draws_have_the_covariance_of_algorithm_one() {
+    let swag = fit();
+    let want = swag.sample_variance();
+    let mut rng = ChainRng::new(11, 0);
+    let n = 20_000;
+    let (mut sum, mut sq) = ([0.0f64; 3], [0.0f64; 3]);
+    for _ in 0..n {
+        let d = swag.sample(&mut rng).unwrap();
+        for i in 0..3 {
+            let x = f64::from(d[i]) - swag.mean()[i];
+            sum[i] += x;
+            sq[i] += x * x;
+        }
+    }
+    for i in 0..3 {
+        let mean = sum[i] / n as f64;
+        let var = sq[i] / n as f64 - mean * mean;
+        println!(
+            "coordinate {i}: draw variance {var:.6} vs (Sigma_diag + D D^T/(K-1))/2 {:.6}",
+            want[i]
+        );
+        assert!((var - want[i]).abs() < 4.5 * want[i] * (2.0 / n as f64).sqrt());
+        assert!(mean.abs() < 4.5 * (want[i] / n as f64).sqrt());
+    }
+}
