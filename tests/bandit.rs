@@ -83,6 +83,77 @@ fn tiny_preset_writes_every_file() {
     succeeds(&forced);
 }
 
+/// A run's `config.toml` repeats it (`--config`): the same regret curves to the byte, and
+/// an edited file (an agent's epsilon) gives other curves; `--seeds` may stand beside it,
+/// `--agents` may not.
+#[test]
+fn a_run_repeats_from_its_config_toml() {
+    let base = tmp("bandit-config");
+    let data = base.join("data");
+    write_mushrooms(&data);
+    let data = data.to_str().unwrap();
+    let run = |out: &str, extra: &[&str]| {
+        let mut args = vec!["bandit", "--data-dir", data, "--out", out, "--quiet"];
+        args.extend_from_slice(extra);
+        succeeds(&args);
+        std::fs::read_to_string(Path::new(out).join("regret.csv")).unwrap()
+    };
+    let first = base.join("first");
+    let first = first.to_str().unwrap();
+    let csv = run(
+        first,
+        &[
+            "--preset",
+            "tiny",
+            "--agents",
+            "constsgd,psgld",
+            "--seeds",
+            "2",
+        ],
+    );
+    let written = Path::new(first).join("config.toml");
+    let again = base.join("again");
+    let again = again.to_str().unwrap();
+    assert_eq!(run(again, &["--config", written.to_str().unwrap()]), csv);
+    // One seed of the same run: the first seed's rows of the first run.
+    let one = base.join("one");
+    let one = one.to_str().unwrap();
+    let seed_one: String = csv
+        .lines()
+        .filter(|l| matches!(l.split(',').nth(2), Some("1" | "seed")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        run(
+            one,
+            &["--config", written.to_str().unwrap(), "--seeds", "1"]
+        ),
+        seed_one
+    );
+    // A config that makes the first agent explore half the time gives other curves.
+    let text = std::fs::read_to_string(&written).unwrap();
+    let faster = text.replacen("epsilon = 0.0", "epsilon = 0.5", 1);
+    assert_ne!(faster, text, "the written config holds the agents' epsilon");
+    let edited = base.join("edited.toml");
+    std::fs::write(&edited, faster).unwrap();
+    let other = base.join("other");
+    let other = other.to_str().unwrap();
+    assert_ne!(run(other, &["--config", edited.to_str().unwrap()]), csv);
+    fails_with(
+        &[
+            "bandit",
+            "--config",
+            written.to_str().unwrap(),
+            "--agents",
+            "psgld",
+            "--out",
+            base.join("refused").to_str().unwrap(),
+        ],
+        2,
+        "--agents would change it",
+    );
+}
+
 #[test]
 fn bad_settings_and_missing_data_are_one_line_errors() {
     let base = tmp("bandit-bad");

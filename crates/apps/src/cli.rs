@@ -212,10 +212,16 @@ const RESUME_KEEPS: &[(&str, &[&str])] = &[
 const CONFIG_KEEPS: &[(&str, &[&str])] = &[
     ("uci", &["out", "force", "jobs", "data_dir"]),
     ("vr-resgld", &["out", "force", "iters", "seed"]),
+    (
+        "bandit",
+        &[
+            "out", "force", "seeds", "data_dir", "threads", "device", "quiet",
+        ],
+    ),
 ];
 
-/// `--resume` continues a run with the settings it recorded, and `--config` of `uci` and
-/// `vr-resgld` repeats one: any flag given beside them that is not in [`RESUME_KEEPS`] /
+/// `--resume` continues a run with the settings it recorded, and `--config` of `uci`,
+/// `vr-resgld` and `bandit` repeats one: any flag given beside them that is not in [`RESUME_KEEPS`] /
 /// [`CONFIG_KEEPS`] would change the run and is refused (new flags are covered without a list
 /// of their own).
 fn check_exclusive(matches: &ArgMatches) -> Result<(), AppError> {

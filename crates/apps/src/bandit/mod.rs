@@ -45,22 +45,28 @@ use sgmcmc_data::Mushrooms;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output;
+use crate::overrides::ConfigFile;
 pub use config::BanditConfig;
 pub use report::FILES;
 
 /// Options of `sgmcmc bandit`.
 #[derive(Debug, Args)]
 pub struct BanditArgs {
-    /// `quick` (minutes on 2 cores), `paper` (thesis E.4.3) or `tiny` (a smoke test).
-    #[arg(long, default_value = "quick")]
-    pub preset: String,
+    /// `quick` (minutes on 2 cores), `paper` (thesis E.4.3) or `tiny` (a smoke test)
+    /// [default: quick].
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// The `config.toml` a run wrote (or any subset of its settings over its preset): repeats
+    /// the run; `--seeds` and where and how to run it may stand beside it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Comma-separated agents (default: all): epsgreedy, constsgd, psgld, pcsgld (single chain
     /// x T4), picsgld (x P4).
     #[arg(long, value_delimiter = ',')]
     pub agents: Vec<String>,
-    /// Seeds per agent (1..=N).
-    #[arg(long, default_value_t = 5)]
-    pub seeds: u64,
+    /// Seeds per agent (1..=N) [default: 5].
+    #[arg(long)]
+    pub seeds: Option<u64>,
     /// Data directory holding `mushroom/agaricus-lepiota.data` (default `$SGMCMC_DATA_DIR`,
     /// else `../shared/datasets`).
     #[arg(long)]
@@ -87,7 +93,20 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
     let device = a.device.device()?.ok_or_else(|| {
         AppError::Usage("bandit needs a tensor device (flex, ndarray or wgpu)".into())
     })?;
-    let config = BanditConfig::preset(&a.preset, &a.agents, a.seeds)?;
+    let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+    let preset = a
+        .preset
+        .as_deref()
+        .or(file.as_ref().and_then(|f| f.string("preset")))
+        .unwrap_or("quick");
+    let mut config = BanditConfig::preset(preset, &a.agents, a.seeds.unwrap_or(5))?;
+    if let Some(f) = &file {
+        config = f.over(&config)?;
+        if let Some(n) = a.seeds {
+            config.seeds = n;
+        }
+        config.validate()?;
+    }
     let file = output::data_root(a.data_dir.as_deref()).join("mushroom/agaricus-lepiota.data");
     let data = Mushrooms::load(&file).map_err(|e| AppError::Input(e.to_string()))?;
     output::fresh_run_dir(&a.out, a.force.force, FILES)?;
