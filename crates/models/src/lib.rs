@@ -14,6 +14,9 @@
 
 pub mod cnn;
 pub mod conv_gemm;
+#[cfg(feature = "flex")]
+mod flex;
+pub mod layers;
 pub mod likelihood;
 pub use likelihood::Targets;
 pub mod metrics;

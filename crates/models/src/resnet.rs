@@ -36,6 +36,7 @@ use burn::tensor::ops::PadMode;
 use burn::tensor::{Device, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
+use crate::layers::{batch_norm, conv2d};
 use crate::network::Network;
 
 /// Channels of the three stages at width 1.
@@ -202,8 +203,8 @@ impl BasicBlock {
 
     /// `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let h = activation::relu(self.bn1.forward(self.conv1.forward(x.clone())));
-        let h = self.bn2.forward(self.conv2.forward(h));
+        let h = activation::relu(batch_norm(&self.bn1, conv2d(&self.conv1, x.clone())));
+        let h = batch_norm(&self.bn2, conv2d(&self.conv2, h));
         activation::relu(h + self.shortcut(x))
     }
 }
@@ -221,7 +222,7 @@ impl Network for ResNet {
     type Input = Tensor<4>;
 
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let h = activation::relu(self.bn.forward(self.conv.forward(x)));
+        let h = activation::relu(batch_norm(&self.bn, conv2d(&self.conv, x)));
         let h = self.blocks.iter().fold(h, |h, block| block.forward(h));
         // Global average pooling: [b, c, h, w] -> [b, c, 1, 1] -> [b, c].
         let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
