@@ -97,49 +97,56 @@ impl Geometry {
 
 /// Walks the im2col matrix row by row (`(c, p, q)`, then output row `i`) in stretches:
 /// `f(cols_offset, Some(x_offset), n)` for `n` consecutive output pixels whose inputs lie in
-/// the image (starting at `x_offset`, advancing by the stride), `f(cols_offset, None, n)` for
-/// `n` pixels in the zero padding.
-fn for_each_stretch(g: &Geometry, mut f: impl FnMut(usize, Option<usize>, usize)) {
+/// the image (starting at `x_offset`, advancing by the stride), and, if `padding`,
+/// `f(cols_offset, None, n)` for `n` pixels in the zero padding.
+fn for_each_stretch(g: &Geometry, padding: bool, mut f: impl FnMut(usize, Option<usize>, usize)) {
     let [oh, ow] = g.out_hw();
     let [kh, kw] = g.kernel;
+    let rows: Vec<(usize, usize)> = (0..kh).map(|p| g.valid(0, p)).collect();
+    let cols: Vec<(usize, usize)> = (0..kw).map(|q| g.valid(1, q)).collect();
+    let mut start = 0;
     for c in 0..g.channels {
-        for p in 0..kh {
-            let (ilo, ihi) = g.valid(0, p);
-            for q in 0..kw {
-                let (jlo, jhi) = g.valid(1, q);
-                let row = ((c * kh + p) * kw + q) * oh * ow;
+        for (p, &(ilo, ihi)) in rows.iter().enumerate() {
+            for (q, &(jlo, jhi)) in cols.iter().enumerate() {
                 for i in 0..oh {
-                    let start = row + i * ow;
                     if i < ilo || i >= ihi || jlo >= jhi {
-                        f(start, None, ow);
-                        continue;
+                        if padding {
+                            f(start, None, ow);
+                        }
+                    } else {
+                        let y = i * g.stride[0] + p - g.padding[0];
+                        let x = jlo * g.stride[1] + q - g.padding[1];
+                        if padding && jlo > 0 {
+                            f(start, None, jlo);
+                        }
+                        f(
+                            start + jlo,
+                            Some((c * g.height + y) * g.width + x),
+                            jhi - jlo,
+                        );
+                        if padding && jhi < ow {
+                            f(start + jhi, None, ow - jhi);
+                        }
                     }
-                    let y = i * g.stride[0] + p - g.padding[0];
-                    let x = jlo * g.stride[1] + q - g.padding[1];
-                    f(start, None, jlo);
-                    f(
-                        start + jlo,
-                        Some((c * g.height + y) * g.width + x),
-                        jhi - jlo,
-                    );
-                    f(start + jhi, None, ow - jhi);
+                    start += ow;
                 }
             }
         }
     }
 }
 
-/// The im2col matrix of one image (`x`: `[C, H, W]`) into `cols` (`[C kh kw, oh ow]`).
-fn im2col(g: &Geometry, x: &[f32], cols: &mut [f32]) {
+/// The im2col matrix of one image (`x`: `[C, H, W]`) into `cols` (`[C kh kw, oh ow]`); the
+/// zeros of the padding are written only if `padding` (they never change between images).
+fn im2col(g: &Geometry, x: &[f32], cols: &mut [f32], padding: bool) {
     let s = g.stride[1];
-    for_each_stretch(g, |dst, src, n| {
+    for_each_stretch(g, padding, |dst, src, n| {
         let out = &mut cols[dst..dst + n];
         match src {
             None => out.fill(0.0),
             Some(src) if s == 1 => out.copy_from_slice(&x[src..src + n]),
             Some(src) => {
-                for (k, v) in out.iter_mut().enumerate() {
-                    *v = x[src + k * s];
+                for (v, x) in out.iter_mut().zip(x[src..].iter().step_by(s)) {
+                    *v = *x;
                 }
             }
         }
@@ -150,7 +157,7 @@ fn im2col(g: &Geometry, x: &[f32], cols: &mut [f32]) {
 /// gathered from.
 fn col2im(g: &Geometry, dcols: &[f32], dx: &mut [f32]) {
     let s = g.stride[1];
-    for_each_stretch(g, |src, dst, n| {
+    for_each_stretch(g, false, |src, dst, n| {
         let Some(dst) = dst else { return };
         let from = &dcols[src..src + n];
         if s == 1 {
@@ -158,11 +165,31 @@ fn col2im(g: &Geometry, dcols: &[f32], dx: &mut [f32]) {
                 *d += v;
             }
         } else {
-            for (k, v) in from.iter().enumerate() {
-                dx[dst + k * s] += v;
+            for (d, v) in dx[dst..].iter_mut().step_by(s).zip(from) {
+                *d += v;
             }
         }
     });
+}
+
+thread_local! {
+    /// Per-thread scratch matrices (im2col and its gradient), kept between calls so that each
+    /// step reuses memory instead of faulting in fresh pages.
+    static SCRATCH: std::cell::RefCell<[Vec<f32>; 2]> = const { std::cell::RefCell::new([Vec::new(), Vec::new()]) };
+}
+
+/// Runs `f` with two scratch slices of `len` elements each (contents unspecified).
+fn with_scratch<T>(len: usize, f: impl FnOnce(&mut [f32], &mut [f32]) -> T) -> T {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let [a, b] = &mut *s;
+        for v in [&mut *a, &mut *b] {
+            if v.len() < len {
+                v.resize(len, 0.0);
+            }
+        }
+        f(&mut a[..len], &mut b[..len])
+    })
 }
 
 /// Forward: `y[b] = W cols(x[b])` for every image, in parallel over groups of images.
@@ -172,11 +199,12 @@ pub(crate) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> Vec<f32> {
     y.par_chunks_mut(IMAGES_PER_TASK * o * l)
         .zip(x.par_chunks(IMAGES_PER_TASK * g.image()))
         .for_each(|(y, x)| {
-            let mut cols = vec![0.0f32; k * l];
-            for (y, x) in y.chunks_mut(o * l).zip(x.chunks(g.image())) {
-                im2col(g, x, &mut cols);
-                matmul(y, View::rows(w, o, k), View::rows(&cols, k, l), false);
-            }
+            with_scratch(k * l, |cols, _| {
+                for (n, (y, x)) in y.chunks_mut(o * l).zip(x.chunks(g.image())).enumerate() {
+                    im2col(g, x, cols, n == 0);
+                    matmul(y, View::rows(w, o, k), View::rows(cols, k, l), false);
+                }
+            })
         });
     y
 }
@@ -203,22 +231,23 @@ pub(crate) fn backward(
         .par_iter_mut()
         .enumerate()
         .map(|(t, dx)| {
-            let mut cols = vec![0.0f32; k * l];
             let mut dw = vec![0.0f32; if want_w { o * k } else { 0 }];
             let first = t * IMAGES_PER_TASK;
             let last = (first + IMAGES_PER_TASK).min(g.batch);
-            for (n, b) in (first..last).enumerate() {
-                let xb = &x[b * g.image()..(b + 1) * g.image()];
-                let dyb = View::rows(&dy[b * o * l..(b + 1) * o * l], o, l);
-                if want_w {
-                    im2col(g, xb, &mut cols);
-                    matmul(&mut dw, dyb, View::rows(&cols, k, l).t(), n > 0);
+            with_scratch(k * l, |cols, dcols| {
+                for (n, b) in (first..last).enumerate() {
+                    let xb = &x[b * g.image()..(b + 1) * g.image()];
+                    let dyb = View::rows(&dy[b * o * l..(b + 1) * o * l], o, l);
+                    if want_w {
+                        im2col(g, xb, cols, n == 0);
+                        matmul(&mut dw, dyb, View::rows(cols, k, l).t(), n > 0);
+                    }
+                    if want_x {
+                        matmul(dcols, View::rows(w, o, k).t(), dyb, false);
+                        col2im(g, dcols, &mut dx[n * g.image()..(n + 1) * g.image()]);
+                    }
                 }
-                if want_x {
-                    matmul(&mut cols, View::rows(w, o, k).t(), dyb, false);
-                    col2im(g, &cols, &mut dx[n * g.image()..(n + 1) * g.image()]);
-                }
-            }
+            });
             dw
         })
         .collect();
