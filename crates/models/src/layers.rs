@@ -16,6 +16,17 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
     conv.forward(x)
 }
 
+/// Whether [`conv2d`] on images like `x` takes the fast flex path (training on flex in `f32`).
+pub fn fast_conv(x: &Tensor<4>) -> bool {
+    #[cfg(feature = "flex")]
+    return crate::flex::flex_ad(x).is_some();
+    #[cfg(not(feature = "flex"))]
+    {
+        let _ = x;
+        false
+    }
+}
+
 #[cfg(feature = "flex")]
 fn flex_conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
     let [_, _, h, w] = x.dims();
