@@ -130,6 +130,9 @@ mod tests {
                 (4, 6, 3, 2, 1, false, [8, 9]),
                 (1, 5, 5, 1, 0, true, [12, 12]),
                 (2, 3, 3, 2, 0, true, [7, 7]),
+                (5, 4, 3, 1, 1, false, [6, 7]),
+                (6, 3, 3, 2, 1, false, [9, 8]),
+                (8, 4, 5, 1, 0, true, [9, 9]),
             ] {
                 device.seed(11);
                 let conv = Conv2dConfig::new([c, o], [k, k])

@@ -11,6 +11,8 @@
 //! * input gradient: `dcols = W^T dy`, scattered back (col2im: each entry of `dcols` added to
 //!   the pixel it was gathered from).
 //!
+//! (With many channels the im2col matrix is stored transposed, see [`super::im2col`].)
+//!
 //! burn 0.22's default backward, which flex uses, computes the weight gradient as a convolution
 //! of the batch-transposed input with the output gradient as its kernel and the input gradient
 //! as a transposed convolution; both are several times slower and keep one core of two busy.
@@ -28,181 +30,33 @@ use burn::tensor::{Shape, TensorData};
 use rayon::prelude::*;
 
 use super::gemm::{View, matmul};
+use super::im2col::{Geometry, Scratch};
 use super::{FlexAd, f32_slice};
 
 /// Images per parallel task: fixed, so that the order of the weight-gradient sums is too.
 const IMAGES_PER_TASK: usize = 4;
-
-/// Shapes of one convolution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Geometry {
-    pub batch: usize,
-    pub channels: usize,
-    pub height: usize,
-    pub width: usize,
-    pub out_channels: usize,
-    pub kernel: [usize; 2],
-    pub stride: [usize; 2],
-    pub padding: [usize; 2],
-}
-
-impl Geometry {
-    fn out_size(&self, d: usize) -> usize {
-        let size = [self.height, self.width][d];
-        (size + 2 * self.padding[d] - self.kernel[d]) / self.stride[d] + 1
+/// The im2col matrix in `scratch.cols` as the `[K, L]` factor of `y = W cols`.
+fn cols_view<'a>(g: &Geometry, cols: &'a [f32]) -> View<'a> {
+    let (k, l) = (g.patch(), g.pixels());
+    if g.pixel_major() {
+        View::rows(&cols[..k * l], l, k).t()
+    } else {
+        View::rows(&cols[..k * l], k, l)
     }
-
-    fn out_hw(&self) -> [usize; 2] {
-        [self.out_size(0), self.out_size(1)]
-    }
-
-    /// Rows of the im2col matrix, `C kh kw`.
-    fn patch(&self) -> usize {
-        self.channels * self.kernel[0] * self.kernel[1]
-    }
-
-    /// Output pixels per image, `oh ow`.
-    fn pixels(&self) -> usize {
-        let [oh, ow] = self.out_hw();
-        oh * ow
-    }
-
-    fn image(&self) -> usize {
-        self.channels * self.height * self.width
-    }
-
-    /// Output indices `j` along one axis whose input position `s j + tap - pad` lies in
-    /// `0..size`: the half-open range `lo..hi`.
-    fn valid(&self, d: usize, tap: usize) -> (usize, usize) {
-        let (size, s, pad, out) = (
-            [self.height, self.width][d],
-            self.stride[d],
-            self.padding[d],
-            self.out_size(d),
-        );
-        let lo = if tap >= pad {
-            0
-        } else {
-            (pad - tap).div_ceil(s)
-        };
-        // s j + tap - pad <= size - 1  <=>  j <= (size - 1 + pad - tap) / s
-        let hi = if size + pad > tap {
-            ((size - 1 + pad - tap) / s + 1).min(out)
-        } else {
-            0
-        };
-        (lo.min(hi), hi)
-    }
-}
-
-/// Walks the im2col matrix row by row (`(c, p, q)`, then output row `i`) in stretches:
-/// `f(cols_offset, Some(x_offset), n)` for `n` consecutive output pixels whose inputs lie in
-/// the image (starting at `x_offset`, advancing by the stride), and, if `padding`,
-/// `f(cols_offset, None, n)` for `n` pixels in the zero padding.
-fn for_each_stretch(g: &Geometry, padding: bool, mut f: impl FnMut(usize, Option<usize>, usize)) {
-    let [oh, ow] = g.out_hw();
-    let [kh, kw] = g.kernel;
-    let rows: Vec<(usize, usize)> = (0..kh).map(|p| g.valid(0, p)).collect();
-    let cols: Vec<(usize, usize)> = (0..kw).map(|q| g.valid(1, q)).collect();
-    let mut start = 0;
-    for c in 0..g.channels {
-        for (p, &(ilo, ihi)) in rows.iter().enumerate() {
-            for (q, &(jlo, jhi)) in cols.iter().enumerate() {
-                for i in 0..oh {
-                    if i < ilo || i >= ihi || jlo >= jhi {
-                        if padding {
-                            f(start, None, ow);
-                        }
-                    } else {
-                        let y = i * g.stride[0] + p - g.padding[0];
-                        let x = jlo * g.stride[1] + q - g.padding[1];
-                        if padding && jlo > 0 {
-                            f(start, None, jlo);
-                        }
-                        f(
-                            start + jlo,
-                            Some((c * g.height + y) * g.width + x),
-                            jhi - jlo,
-                        );
-                        if padding && jhi < ow {
-                            f(start + jhi, None, ow - jhi);
-                        }
-                    }
-                    start += ow;
-                }
-            }
-        }
-    }
-}
-
-/// The im2col matrix of one image (`x`: `[C, H, W]`) into `cols` (`[C kh kw, oh ow]`); the
-/// zeros of the padding are written only if `padding` (they never change between images).
-fn im2col(g: &Geometry, x: &[f32], cols: &mut [f32], padding: bool) {
-    let s = g.stride[1];
-    for_each_stretch(g, padding, |dst, src, n| {
-        let out = &mut cols[dst..dst + n];
-        match src {
-            None => out.fill(0.0),
-            Some(src) if s == 1 => out.copy_from_slice(&x[src..src + n]),
-            Some(src) => {
-                for (v, x) in out.iter_mut().zip(x[src..].iter().step_by(s)) {
-                    *v = *x;
-                }
-            }
-        }
-    });
-}
-
-/// Adds each entry of `dcols` (`[C kh kw, oh ow]`) to the pixel of `dx` (`[C, H, W]`) it was
-/// gathered from.
-fn col2im(g: &Geometry, dcols: &[f32], dx: &mut [f32]) {
-    let s = g.stride[1];
-    for_each_stretch(g, false, |src, dst, n| {
-        let Some(dst) = dst else { return };
-        let from = &dcols[src..src + n];
-        if s == 1 {
-            for (d, v) in dx[dst..dst + n].iter_mut().zip(from) {
-                *d += v;
-            }
-        } else {
-            for (d, v) in dx[dst..].iter_mut().step_by(s).zip(from) {
-                *d += v;
-            }
-        }
-    });
-}
-
-thread_local! {
-    /// Per-thread scratch matrices (im2col and its gradient), kept between calls so that each
-    /// step reuses memory instead of faulting in fresh pages.
-    static SCRATCH: std::cell::RefCell<[Vec<f32>; 2]> = const { std::cell::RefCell::new([Vec::new(), Vec::new()]) };
-}
-
-/// Runs `f` with two scratch slices of `len` elements each (contents unspecified).
-fn with_scratch<T>(len: usize, f: impl FnOnce(&mut [f32], &mut [f32]) -> T) -> T {
-    SCRATCH.with(|s| {
-        let mut s = s.borrow_mut();
-        let [a, b] = &mut *s;
-        for v in [&mut *a, &mut *b] {
-            if v.len() < len {
-                v.resize(len, 0.0);
-            }
-        }
-        f(&mut a[..len], &mut b[..len])
-    })
 }
 
 /// Forward: `y[b] = W cols(x[b])` for every image, in parallel over groups of images.
 pub(crate) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> Vec<f32> {
     let (k, l, o) = (g.patch(), g.pixels(), g.out_channels);
+    let wm = g.weight_matrix(w);
     let mut y = vec![0.0f32; g.batch * o * l];
     y.par_chunks_mut(IMAGES_PER_TASK * o * l)
         .zip(x.par_chunks(IMAGES_PER_TASK * g.image()))
         .for_each(|(y, x)| {
-            with_scratch(k * l, |cols, _| {
+            Scratch::with(g, |s| {
                 for (n, (y, x)) in y.chunks_mut(o * l).zip(x.chunks(g.image())).enumerate() {
-                    im2col(g, x, cols, n == 0);
-                    matmul(y, View::rows(w, o, k), View::rows(cols, k, l), false);
+                    s.im2col(g, x, n == 0);
+                    matmul(y, View::rows(&wm, o, k), cols_view(g, &s.cols), false);
                 }
             })
         });
@@ -220,6 +74,7 @@ pub(crate) fn backward(
     want_w: bool,
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let (k, l, o) = (g.patch(), g.pixels(), g.out_channels);
+    let wm = g.weight_matrix(w);
     let mut dx = vec![0.0f32; if want_x { g.batch * g.image() } else { 0 }];
     let groups = g.batch.div_ceil(IMAGES_PER_TASK);
     let mut dx_chunks: Vec<&mut [f32]> = if want_x {
@@ -234,17 +89,23 @@ pub(crate) fn backward(
             let mut dw = vec![0.0f32; if want_w { o * k } else { 0 }];
             let first = t * IMAGES_PER_TASK;
             let last = (first + IMAGES_PER_TASK).min(g.batch);
-            with_scratch(k * l, |cols, dcols| {
+            Scratch::with(g, |s| {
                 for (n, b) in (first..last).enumerate() {
                     let xb = &x[b * g.image()..(b + 1) * g.image()];
                     let dyb = View::rows(&dy[b * o * l..(b + 1) * o * l], o, l);
                     if want_w {
-                        im2col(g, xb, cols, n == 0);
-                        matmul(&mut dw, dyb, View::rows(cols, k, l).t(), n > 0);
+                        s.im2col(g, xb, n == 0);
+                        matmul(&mut dw, dyb, cols_view(g, &s.cols).t(), n > 0);
                     }
                     if want_x {
-                        matmul(dcols, View::rows(w, o, k).t(), dyb, false);
-                        col2im(g, dcols, &mut dx[n * g.image()..(n + 1) * g.image()]);
+                        let wv = View::rows(&wm, o, k);
+                        let dcols = &mut s.dcols[..k * l];
+                        if g.pixel_major() {
+                            matmul(dcols, dyb.t(), wv, false);
+                        } else {
+                            matmul(dcols, wv.t(), dyb, false);
+                        }
+                        s.col2im(g, &mut dx[n * g.image()..(n + 1) * g.image()]);
                     }
                 }
             });
@@ -258,7 +119,7 @@ pub(crate) fn backward(
                 *s += v;
             }
         }
-        sum
+        g.weight_from_matrix(sum)
     });
     (want_x.then_some(dx), dw)
 }
@@ -335,6 +196,7 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flex::im2col::Geometry;
 
     /// Direct definition of the convolution and its gradients (sums over the taps).
     fn naive(g: &Geometry, x: &[f32], w: &[f32], dy: &[f32]) -> [Vec<f32>; 3] {
@@ -387,6 +249,12 @@ mod tests {
             (3, 1, 9, 9, 2, [5, 5], [1, 1], [0, 0]),
             (2, 2, 6, 9, 2, [3, 2], [2, 1], [0, 1]),
             (1, 1, 2, 2, 1, [3, 3], [1, 1], [1, 1]),
+            // Pixel-major im2col (4 or more channels).
+            (5, 4, 7, 6, 3, [3, 3], [1, 1], [1, 1]),
+            (6, 5, 8, 7, 4, [3, 3], [2, 2], [1, 1]),
+            (3, 6, 9, 9, 2, [5, 5], [1, 1], [0, 0]),
+            (2, 4, 6, 9, 2, [3, 2], [2, 1], [0, 1]),
+            (1, 4, 2, 2, 1, [3, 3], [1, 1], [1, 1]),
         ] {
             let g = Geometry {
                 batch,

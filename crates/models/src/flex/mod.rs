@@ -12,6 +12,7 @@
 pub(crate) mod batch_norm;
 pub(crate) mod conv;
 mod gemm;
+mod im2col;
 
 use std::borrow::Cow;
 
