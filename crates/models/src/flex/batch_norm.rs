@@ -26,41 +26,52 @@ use super::{FlexAd, f32_slice};
 /// `[batch, channels, elements per channel and image]` of the input.
 type Dims = [usize; 3];
 
-/// Per-channel sums `(sum a, sum a b)` in `f64` over `[B, C, S]` data (`b = None`: `sum a` only).
+/// Independent partial sums per reduction: the compiler keeps them in one vector register.
+const LANES: usize = 8;
+
+/// `(sum u, sum v)` of `(u, v) = f(a_i, b_i)` over the pairs of `a` and `b` (equal lengths), in
+/// `LANES` interleaved `f32` partial sums (vectorised), added up in `f64`.
+fn pair_sums(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> (f32, f32)) -> (f64, f64) {
+    let (mut t1, mut t2) = ([0.0f32; LANES], [0.0f32; LANES]);
+    let (ca, ra) = a.as_chunks::<LANES>();
+    let (cb, rb) = b.as_chunks::<LANES>();
+    for (ca, cb) in ca.iter().zip(cb) {
+        for k in 0..LANES {
+            let (u, v) = f(ca[k], cb[k]);
+            t1[k] += u;
+            t2[k] += v;
+        }
+    }
+    for (&x, &y) in ra.iter().zip(rb) {
+        let (u, v) = f(x, y);
+        t1[0] += u;
+        t2[0] += v;
+    }
+    let add = |t: [f32; LANES]| t.iter().map(|&v| v as f64).sum::<f64>();
+    (add(t1), add(t2))
+}
+
+/// Per-channel sums over `[B, C, S]` data in `f64`: `(sum (a - shift), sum (a - shift)^2)`
+/// without `b`; `(sum a, sum a (b - shift))` with it.
 fn channel_sums(d: Dims, a: &[f32], b: Option<&[f32]>, shift: &[f64]) -> Vec<(f64, f64)> {
     let [batch, channels, spatial] = d;
     (0..channels)
         .into_par_iter()
         .map(|c| {
+            let m = shift[c] as f32;
             let (mut s1, mut s2) = (0.0f64, 0.0f64);
             for n in 0..batch {
                 let at = (n * channels + c) * spatial;
                 let xa = &a[at..at + spatial];
-                match b {
-                    None => {
-                        // Sum and centred sum of squares around `shift[c]`.
-                        let m = shift[c] as f32;
-                        let (mut t1, mut t2) = (0.0f32, 0.0f32);
-                        for &v in xa {
-                            let z = v - m;
-                            t1 += z;
-                            t2 += z * z;
-                        }
-                        s1 += t1 as f64;
-                        s2 += t2 as f64;
-                    }
-                    Some(b) => {
-                        let xb = &b[at..at + spatial];
-                        let m = shift[c] as f32;
-                        let (mut t1, mut t2) = (0.0f32, 0.0f32);
-                        for (&g, &v) in xa.iter().zip(xb) {
-                            t1 += g;
-                            t2 += g * (v - m);
-                        }
-                        s1 += t1 as f64;
-                        s2 += t2 as f64;
-                    }
-                }
+                let (u, v) = match b {
+                    None => pair_sums(xa, xa, |v, _| {
+                        let z = v - m;
+                        (z, z * z)
+                    }),
+                    Some(b) => pair_sums(xa, &b[at..at + spatial], |g, v| (g, g * (v - m))),
+                };
+                s1 += u;
+                s2 += v;
             }
             (s1, s2)
         })
