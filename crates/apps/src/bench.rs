@@ -9,7 +9,11 @@
 //!   MLP 13-50-1 (batch 50; autodiff and closed-form gradients) and the papers' CNN (batch 256)
 //!   on `--device`, and SGLD/SGD, SGHMC/SGD, CSGLD/SGLD, reSGLD/SGLD.
 //!
-//! The criterion benches in `benches/` measure the same things with statistics; this command
+//! * resnet: ResNet20 SGHMC steps/s at the CIFAR shape and at the Fashion-MNIST preset's shape
+//!   (batch 128), the fast flex layers paired with burn's modules, the same sampler overheads as
+//!   the nets above, and the peak resident memory with 1 and 4 chains at batch 256.
+//!
+//! `--only` picks groups. The criterion benches in `benches/` measure the same things with statistics; this command
 //! gives the figures on any machine from the binary alone.
 
 use std::path::PathBuf;
@@ -90,12 +94,20 @@ struct Figure {
     per_second: f64,
 }
 
+/// A measured amount that is not a rate (memory).
+#[derive(Serialize)]
+struct Amount {
+    name: String,
+    value: f64,
+}
+
 #[derive(Serialize)]
 struct BenchSummary {
     #[serde(flatten)]
     header: RunHeader,
     figures: Vec<Figure>,
     ratios: Vec<Figure>,
+    memory: Vec<Amount>,
 }
 
 /// The MLP benchmark: 13-50-1 ReLU network, batch 50 of random regression data, Gaussian
@@ -236,6 +248,68 @@ fn resnet_rate(
         ],
         (format!("{label}/burn modules:fast layers step time"), ratio),
     );
+    // Sampler overhead on the network (SGLD, SGHMC, CSGLD, reSGLD against SGD or SGLD).
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(60_000, 5e-4),
+    };
+    let resnet = || {
+        ResNetConfig::resnet20(10)
+            .init(device)
+            .expect("a valid config")
+    };
+    net_rates(a, label, resnet, &post, &fashion, figures, ratios)?;
+    Ok(())
+}
+
+/// The peak resident memory of this process so far (`VmHWM`), in bytes, where Linux reports it.
+fn peak_resident_bytes() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024.0)
+}
+
+/// Peak resident memory of ResNet20 SGHMC training at batch 256 (28x28): after two steps of one
+/// chain, then after two steps of four chains, and the memory each chain beyond the first adds
+/// (`(peak_4 - peak_1) / 3`). The peak only grows, so the one-chain figure is that of the
+/// network only with `--only resnet` (earlier groups' peaks may hide it).
+fn resnet_memory(device: &Device, memory: &mut Vec<Amount>) -> Result<(), AppError> {
+    let Some(start) = peak_resident_bytes() else {
+        return Ok(());
+    };
+    let batch = image_batch(256, 3, 28, device);
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(60_000, 5e-4),
+    };
+    let mut peaks = Vec::new();
+    for chains in [1usize, 4] {
+        let nets = (0..chains)
+            .map(|_| ResNetConfig::resnet20(10).init(device))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| AppError::Run(e.to_string()))?;
+        let ens = ModuleEnsemble::new(post.clone(), nets, 1)?;
+        let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0), ens)?;
+        for _ in 0..2 {
+            s.step(&batch)?;
+        }
+        peaks.push(peak_resident_bytes().unwrap_or(start));
+    }
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    for (name, value) in [
+        ("peak resident MiB, 1 chain".to_string(), mib(peaks[0])),
+        ("peak resident MiB, 4 chains".to_string(), mib(peaks[1])),
+        (
+            "MiB per chain beyond the first".to_string(),
+            mib((peaks[1] - peaks[0]) / 3.0),
+        ),
+    ] {
+        memory.push(Amount {
+            name: format!("resnet20_28x28_b256/sghmc {name}"),
+            value,
+        });
+    }
     Ok(())
 }
 
@@ -587,7 +661,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     })?;
     output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])?;
     let ad = device.clone().autodiff();
-    let (mut figures, mut ratios) = (Vec::new(), Vec::new());
+    let (mut figures, mut ratios, mut memory) = (Vec::new(), Vec::new(), Vec::new());
     if a.runs(Group::Toy) {
         toy_rates(a, &device, &mut figures)?;
     }
@@ -627,6 +701,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         )?;
     }
     if a.runs(Group::Resnet) {
+        resnet_memory(&ad, &mut memory)?;
         resnet_rate(a, &ad, &mut figures, &mut ratios)?;
     }
     for f in &figures {
@@ -634,6 +709,9 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     }
     for r in &ratios {
         println!("{:<40} {:>14.3}", r.name, r.per_second);
+    }
+    for m in &memory {
+        println!("{:<40} {:>14.1}", m.name, m.value);
     }
     output::run_dir(&a.out)?;
     let wall = start.elapsed().as_secs_f64();
@@ -648,6 +726,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         },
         figures,
         ratios,
+        memory,
     };
     output::write_json(&a.out.join("summary.json"), &summary)?;
     println!("wrote {}", a.out.join("summary.json").display());

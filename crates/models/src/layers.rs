@@ -1,4 +1,4 @@
-//! Layer calls that take the fast flex path when they can ([`crate::flex`], feature `flex`):
+//! Layer calls that take the fast flex path when they can (the private `flex` module, feature `flex`):
 //! [`conv2d`] and [`batch_norm`] compute exactly the function of burn's `Conv2d::forward` and
 //! `BatchNorm::forward` (same parameters, same running-statistics update), on any device.
 
