@@ -68,18 +68,19 @@ impl Cnn {
     /// (the same function as [`Network::forward`], which computes it channels-last by im2col;
     /// kept to check that path and to measure against).
     pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<2> {
-        self.forward_nchw(x, Conv2d::forward)
+        self.forward_nchw(x, Conv2d::forward, MaxPool2d::forward)
     }
 
     /// `fc2(relu(fc1(flatten(block2(block1(x))))))` on NCHW images, with
-    /// `block = relu . maxpool2x2 . conv`.
+    /// `block = maxpool2x2 . relu . conv`.
     fn forward_nchw(
         &self,
         x: Tensor<4>,
         conv: impl Fn(&Conv2d, Tensor<4>) -> Tensor<4>,
+        pool: impl Fn(&MaxPool2d, Tensor<4>) -> Tensor<4>,
     ) -> Tensor<2> {
-        let h = self.pool.forward(activation::relu(conv(&self.conv1, x)));
-        let h = self.pool.forward(activation::relu(conv(&self.conv2, h)));
+        let h = pool(&self.pool, activation::relu(conv(&self.conv1, x)));
+        let h = pool(&self.pool, activation::relu(conv(&self.conv2, h)));
         let h: Tensor<2> = h.flatten(1, 3);
         self.fc2.forward(activation::relu(self.fc1.forward(h)))
     }
@@ -104,7 +105,7 @@ impl Network for Cnn {
     /// (burn's NCHW flatten order `(c, i, j)`) permuted to the channels-last order `(i, j, c)`.
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         if crate::layers::fast_conv(&x) {
-            return self.forward_nchw(x, crate::layers::conv2d);
+            return self.forward_nchw(x, crate::layers::conv2d, crate::layers::max_pool2d);
         }
         let [b, c, h, w] = x.dims();
         let x = if c == 1 {

@@ -3,6 +3,7 @@
 //! `BatchNorm::forward` (same parameters, same running-statistics update), on any device.
 
 use burn::nn::conv::Conv2d;
+use burn::nn::pool::MaxPool2d;
 use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
 
@@ -55,6 +56,22 @@ fn flex_conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
         }
         None => y,
     })
+}
+
+/// `pool.forward(x)`; for 2x2 windows with stride 2 (no padding, dilation 1, floor mode) on
+/// `Autodiff<Flex>`, as one pass forward and one backward.
+pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
+    #[cfg(feature = "flex")]
+    if pool.kernel_size == [2, 2]
+        && pool.stride == [2, 2]
+        && pool.dilation == [1, 1]
+        && !pool.ceil_mode
+        && matches!(pool.padding, PaddingConfig2d::Valid)
+        && let Some(xp) = crate::flex::flex_ad(&x)
+    {
+        return crate::flex::tensor(crate::flex::max_pool::max_pool2x2(xp));
+    }
+    pool.forward(x)
 }
 
 /// `bn.forward(x)`; in training mode on `Autodiff<Flex>`, as one operation with a two-pass
@@ -168,6 +185,40 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Exact: pooling selects values and routes gradients without arithmetic. Half of the
+    /// first image is zero, so windows with ties check the first-maximum rule; 9x11 maps drop a
+    /// row and a column.
+    #[test]
+    fn max_pool_matches_burn_max_pool_and_its_gradient() {
+        use burn::nn::pool::MaxPool2dConfig;
+        for base in devices() {
+            let device = base.clone().autodiff();
+            device.seed(9);
+            let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+            let mask = Tensor::<4>::ones([2, 3, 9, 11], &device).slice_assign(
+                [0..1, 0..3, 0..9, 0..5],
+                Tensor::zeros([1, 3, 9, 5], &device),
+            );
+            let x = (normal([2, 3, 9, 11], &device) * mask)
+                .detach()
+                .require_grad();
+            let (got, want) = (max_pool2d(&pool, x.clone()), pool.forward(x.clone()));
+            assert_eq!(got.dims(), [2, 3, 4, 5]);
+            assert_eq!(
+                got.clone().into_data(),
+                want.clone().into_data(),
+                "{base:?}"
+            );
+            let r = normal(got.dims(), &device);
+            let (g1, g2) = (
+                (got * r.clone()).sum().backward(),
+                (want * r).sum().backward(),
+            );
+            let (a, b) = (x.grad(&g1).unwrap(), x.grad(&g2).unwrap());
+            assert_eq!(a.into_data(), b.into_data(), "{base:?} dx");
         }
     }
 

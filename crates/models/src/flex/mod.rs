@@ -1,5 +1,5 @@
-//! Fast paths for training on burn-flex (`Device::flex().autodiff()`): convolution and batch
-//! normalisation as single tracked operations whose forward and backward run as our own
+//! Fast paths for training on burn-flex (`Device::flex().autodiff()`): convolution, batch
+//! normalisation and 2x2 max pooling as single tracked operations whose forward and backward run as our own
 //! kernels (per-image im2col matrix products and two-pass channel statistics, in parallel over
 //! rayon's pool), in place of burn 0.22's default backward passes, which flex inherits.
 //!
@@ -13,6 +13,7 @@ pub(crate) mod batch_norm;
 pub(crate) mod conv;
 mod gemm;
 mod im2col;
+pub(crate) mod max_pool;
 
 use std::borrow::Cow;
 
