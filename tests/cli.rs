@@ -225,6 +225,14 @@ fn bench_reports_throughput_and_overhead_ratios() {
         2,
         "tensor device",
     );
+    // `--only` runs just the named groups: the toy's 6 figures, no ratio.
+    let only = tmp("bench-only");
+    let o = only.to_str().unwrap();
+    succeeds(&["bench", "--seconds", "0.01", "--only", "toy", "--out", o]);
+    let s = summary(&only);
+    assert_eq!(s["figures"].as_array().unwrap().len(), 6, "{s}");
+    assert!(s["ratios"].as_array().unwrap().is_empty(), "{s}");
+    fails_with(&["bench", "--only", "gpu", "--out", o], 2, "--only");
 }
 
 #[test]

@@ -9,7 +9,11 @@
 //!   MLP 13-50-1 (batch 50; autodiff and closed-form gradients) and the papers' CNN (batch 256)
 //!   on `--device`, and SGLD/SGD, SGHMC/SGD, CSGLD/SGLD, reSGLD/SGLD.
 //!
-//! The criterion benches in `benches/` measure the same things with statistics; this command
+//! * resnet: ResNet20 SGHMC steps/s at the CIFAR shape and at the Fashion-MNIST preset's shape
+//!   (batch 128), the fast flex layers paired with burn's modules, the same sampler overheads as
+//!   the nets above, and the peak resident memory with 1 and 4 chains at batch 256.
+//!
+//! `--only` picks groups. The criterion benches in `benches/` measure the same things with statistics; this command
 //! gives the figures on any machine from the binary alone.
 
 use std::path::PathBuf;
@@ -22,7 +26,8 @@ use serde::Serialize;
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
-    Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Posterior, ResNetConfig, Scale, Targets,
+    Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Network, Posterior, ResNet, ResNetConfig,
+    Scale, Targets,
 };
 use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::Target;
@@ -49,9 +54,12 @@ pub struct BenchArgs {
     /// Seconds per measurement (after one warm-up step).
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
-    /// Skip the CNN (slow on ndarray and software GPUs).
+    /// Skip the CNN and ResNet (slow on ndarray and software GPUs).
     #[arg(long)]
     pub no_cnn: bool,
+    /// Run only these groups (repeat or comma-separate; default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<Group>,
     /// Run directory.
     #[arg(long, default_value = "runs/bench")]
     pub out: PathBuf,
@@ -60,10 +68,37 @@ pub struct BenchArgs {
     pub force: output::Force,
 }
 
+/// A group of measurements of `sgmcmc bench`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Group {
+    /// Toy targets: host and tensor chains.
+    Toy,
+    /// The digits MLP (the BlackJAX comparison) and the 13-50-1 MLP.
+    Mlp,
+    /// The papers' MNIST CNN.
+    Cnn,
+    /// ResNet20.
+    Resnet,
+}
+
+impl BenchArgs {
+    fn runs(&self, g: Group) -> bool {
+        let convolutional = matches!(g, Group::Cnn | Group::Resnet);
+        (self.only.is_empty() || self.only.contains(&g)) && !(convolutional && self.no_cnn)
+    }
+}
+
 #[derive(Serialize)]
 struct Figure {
     name: String,
     per_second: f64,
+}
+
+/// A measured amount that is not a rate (memory).
+#[derive(Serialize)]
+struct Amount {
+    name: String,
+    value: f64,
 }
 
 #[derive(Serialize)]
@@ -72,6 +107,7 @@ struct BenchSummary {
     header: RunHeader,
     figures: Vec<Figure>,
     ratios: Vec<Figure>,
+    memory: Vec<Amount>,
 }
 
 /// The MLP benchmark: 13-50-1 ReLU network, batch 50 of random regression data, Gaussian
@@ -126,33 +162,154 @@ pub fn cnn_workload(device: &Device) -> (CnnConfig, Posterior, Batch<Tensor<4>>)
     )
 }
 
-/// ResNet20 of the image tables (CIFAR shape: 3x32x32 inputs, 10 classes) under SGHMC on a
-/// batch of 64 random images, categorical likelihood at N = 50,000 with the tables' prior
-/// (weight decay 25 at full-data scale, i.e. 5e-4 on the mean loss): training steps per second
-/// on `device` (an autodiff device).
-fn resnet_rate(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Result<(), AppError> {
-    let x = Tensor::<4>::random([64, 3, 32, 32], Distribution::Normal(0.0, 1.0), device);
-    let labels: Vec<i64> = (0..64).map(|i| i % 10).collect();
-    let batch = Batch {
+/// ResNet20 through burn's own `Conv2d` and `BatchNorm` modules only
+/// ([`ResNet::forward_reference`]): the path the fast layers replace, measured beside them.
+#[derive(Module, Debug)]
+struct ReferenceResNet {
+    net: ResNet,
+}
+
+impl Network for ReferenceResNet {
+    type Input = Tensor<4>;
+
+    fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        self.net.forward_reference(x)
+    }
+}
+
+/// A batch of `batch` random `[channels, side, side]` images with labels `i % 10`.
+fn image_batch(batch: usize, channels: usize, side: usize, device: &Device) -> Batch<Tensor<4>> {
+    let x = Tensor::<4>::random(
+        [batch, channels, side, side],
+        Distribution::Normal(0.0, 1.0),
+        device,
+    );
+    let labels: Vec<i64> = (0..batch as i64).map(|i| i % 10).collect();
+    Batch {
         x,
         y: Targets::Class(Tensor::<1, Int>::from_data(labels.as_slice(), device)),
-    };
+    }
+}
+
+/// SGHMC on ResNet20 with the image tables' prior (weight decay 5e-4 on the mean loss, i.e.
+/// precision `N * 5e-4` at full-data scale), categorical likelihood, one chain.
+fn resnet_sampler<M: Network<Input = Tensor<4>>>(
+    net: M,
+    n_data: usize,
+) -> Result<Sgmcmc<ModuleEnsemble<M, Posterior>>, AppError> {
     let post = Posterior {
         likelihood: Likelihood::Categorical,
-        scale: Scale::from_weight_decay(50_000, 25.0 / 50_000.0),
+        scale: Scale::from_weight_decay(n_data, 5e-4),
     };
-    let net = ResNetConfig::resnet20(10)
-        .init(device)
-        .map_err(|e| AppError::Run(e.to_string()))?;
     let ens = ModuleEnsemble::new(post, vec![net], 1)?;
-    let mut sghmc = Sgmcmc::new(SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0), ens)?;
+    Ok(Sgmcmc::new(
+        SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0),
+        ens,
+    )?)
+}
+
+/// ResNet20 training steps per second on `device` (an autodiff device): SGHMC at the CIFAR
+/// shape (3x32x32, batch 64), and at the Fashion-MNIST preset's shape (28x28, batch 128;
+/// 3 input channels until the network takes 1) with the fast layers against burn's modules
+/// alone (paired, interleaved: the speed-up of `layers` on this machine).
+fn resnet_rate(
+    a: &BenchArgs,
+    device: &Device,
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    let net = || {
+        ResNetConfig::resnet20(10)
+            .init(device)
+            .map_err(|e| AppError::Run(e.to_string()))
+    };
+    let cifar = image_batch(64, 3, 32, device);
+    let mut sghmc = resnet_sampler(net()?, 50_000)?;
     let per_second = rate(a.seconds, || {
-        sghmc.step(&batch).map(|_| ()).map_err(Into::into)
+        sghmc.step(&cifar).map(|_| ()).map_err(Into::into)
     })?;
     figures.push(Figure {
         name: "resnet20_b64/sghmc steps".into(),
         per_second,
     });
+    let fashion = image_batch(128, 3, 28, device);
+    let mut fast = resnet_sampler(net()?, 60_000)?;
+    let mut reference = resnet_sampler(ReferenceResNet { net: net()? }, 60_000)?;
+    let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));
+    let mut fb: Step = Box::new(|| reference.step(&fashion).map(|_| ()).map_err(Into::into));
+    let (ra, rb, ratio) = paired(a.seconds, &mut fa, &mut fb)?;
+    let label = "resnet20_28x28_b128";
+    record(
+        figures,
+        ratios,
+        [
+            (format!("{label}/sghmc steps"), ra),
+            (format!("{label}/sghmc steps, burn modules only"), rb),
+        ],
+        (format!("{label}/burn modules:fast layers step time"), ratio),
+    );
+    // Sampler overhead on the network (SGLD, SGHMC, CSGLD, reSGLD against SGD or SGLD).
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(60_000, 5e-4),
+    };
+    let resnet = || {
+        ResNetConfig::resnet20(10)
+            .init(device)
+            .expect("a valid config")
+    };
+    net_rates(a, label, resnet, &post, &fashion, figures, ratios)?;
+    Ok(())
+}
+
+/// The peak resident memory of this process so far (`VmHWM`), in bytes, where Linux reports it.
+fn peak_resident_bytes() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024.0)
+}
+
+/// Peak resident memory of ResNet20 SGHMC training at batch 256 (28x28): after two steps of one
+/// chain, then after two steps of four chains, and the memory each chain beyond the first adds
+/// (`(peak_4 - peak_1) / 3`). The peak only grows, so the one-chain figure is that of the
+/// network only with `--only resnet` (earlier groups' peaks may hide it).
+fn resnet_memory(device: &Device, memory: &mut Vec<Amount>) -> Result<(), AppError> {
+    let Some(start) = peak_resident_bytes() else {
+        return Ok(());
+    };
+    let batch = image_batch(256, 3, 28, device);
+    let post = Posterior {
+        likelihood: Likelihood::Categorical,
+        scale: Scale::from_weight_decay(60_000, 5e-4),
+    };
+    let mut peaks = Vec::new();
+    for chains in [1usize, 4] {
+        let nets = (0..chains)
+            .map(|_| ResNetConfig::resnet20(10).init(device))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| AppError::Run(e.to_string()))?;
+        let ens = ModuleEnsemble::new(post.clone(), nets, 1)?;
+        let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0), ens)?;
+        for _ in 0..2 {
+            s.step(&batch)?;
+        }
+        peaks.push(peak_resident_bytes().unwrap_or(start));
+    }
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    for (name, value) in [
+        ("peak resident MiB, 1 chain".to_string(), mib(peaks[0])),
+        ("peak resident MiB, 4 chains".to_string(), mib(peaks[1])),
+        (
+            "MiB per chain beyond the first".to_string(),
+            mib((peaks[1] - peaks[0]) / 3.0),
+        ),
+    ] {
+        memory.push(Amount {
+            name: format!("resnet20_28x28_b256/sghmc {name}"),
+            value,
+        });
+    }
     Ok(())
 }
 
@@ -505,21 +662,25 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     })?;
     output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])?;
     let ad = device.clone().autodiff();
-    let (mut figures, mut ratios) = (Vec::new(), Vec::new());
-    toy_rates(a, &device, &mut figures)?;
-    // The small networks compute on one thread (see `crate::threads`), the CNN on all cores.
-    crate::threads::with_threads(1, || mlp_rates(a, &device, &mut figures, &mut ratios))??;
-    let (mlp, post, batch) = mlp_workload(&device);
-    chain_scaling(
-        a,
-        "mlp13-50-1_b50/closed-form",
-        || mlp.init(&device),
-        &MlpPosterior::new(post),
-        &batch,
-        &mut figures,
-        &mut ratios,
-    )?;
-    if !a.no_cnn {
+    let (mut figures, mut ratios, mut memory) = (Vec::new(), Vec::new(), Vec::new());
+    if a.runs(Group::Toy) {
+        toy_rates(a, &device, &mut figures)?;
+    }
+    if a.runs(Group::Mlp) {
+        // The small networks compute on one thread (see `crate::threads`), the CNN on all cores.
+        crate::threads::with_threads(1, || mlp_rates(a, &device, &mut figures, &mut ratios))??;
+        let (mlp, post, batch) = mlp_workload(&device);
+        chain_scaling(
+            a,
+            "mlp13-50-1_b50/closed-form",
+            || mlp.init(&device),
+            &MlpPosterior::new(post),
+            &batch,
+            &mut figures,
+            &mut ratios,
+        )?;
+    }
+    if a.runs(Group::Cnn) {
         let (cnn, post, batch) = cnn_workload(&ad);
         net_rates(
             a,
@@ -539,13 +700,19 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             &mut figures,
             &mut ratios,
         )?;
-        resnet_rate(a, &ad, &mut figures)?;
+    }
+    if a.runs(Group::Resnet) {
+        resnet_memory(&ad, &mut memory)?;
+        resnet_rate(a, &ad, &mut figures, &mut ratios)?;
     }
     for f in &figures {
         println!("{:<40} {:>14.1} /s", f.name, f.per_second);
     }
     for r in &ratios {
         println!("{:<40} {:>14.3}", r.name, r.per_second);
+    }
+    for m in &memory {
+        println!("{:<40} {:>14.1}", m.name, m.value);
     }
     output::run_dir(&a.out)?;
     let wall = start.elapsed().as_secs_f64();
@@ -560,6 +727,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         },
         figures,
         ratios,
+        memory,
     };
     output::write_json(&a.out.join("summary.json"), &summary)?;
     println!("wrote {}", a.out.join("summary.json").display());

@@ -68,8 +68,19 @@ impl Cnn {
     /// (the same function as [`Network::forward`], which computes it channels-last by im2col;
     /// kept to check that path and to measure against).
     pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<2> {
-        let h = self.pool.forward(activation::relu(self.conv1.forward(x)));
-        let h = self.pool.forward(activation::relu(self.conv2.forward(h)));
+        self.forward_nchw(x, Conv2d::forward, MaxPool2d::forward)
+    }
+
+    /// `fc2(relu(fc1(flatten(block2(block1(x))))))` on NCHW images, with
+    /// `block = maxpool2x2 . relu . conv`.
+    fn forward_nchw(
+        &self,
+        x: Tensor<4>,
+        conv: impl Fn(&Conv2d, Tensor<4>) -> Tensor<4>,
+        pool: impl Fn(&MaxPool2d, Tensor<4>) -> Tensor<4>,
+    ) -> Tensor<2> {
+        let h = pool(&self.pool, activation::relu(conv(&self.conv1, x)));
+        let h = pool(&self.pool, activation::relu(conv(&self.conv2, h)));
         let h: Tensor<2> = h.flatten(1, 3);
         self.fc2.forward(activation::relu(self.fc1.forward(h)))
     }
@@ -87,10 +98,15 @@ fn block(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
 impl Network for Cnn {
     type Input = Tensor<4>;
 
-    /// `fc2(relu(fc1(flatten(block2(block1(x))))))` with `block = relu . maxpool2x2 . conv5x5`,
-    /// computed channels-last. `fc1`'s weight rows are in burn's NCHW flatten order `(c, i, j)`;
-    /// they are permuted to the channels-last order `(i, j, c)` of the features instead.
+    /// `fc2(relu(fc1(flatten(block2(block1(x))))))` with `block = relu . maxpool2x2 . conv5x5`.
+    /// Training on flex, the convolutions are [`crate::layers::conv2d`]'s (im2col-GEMM backward);
+    /// elsewhere the blocks are computed channels-last by [`conv_pool_relu_nhwc`] (a gather and a
+    /// matrix product, which every backend differentiates well), with `fc1`'s weight rows
+    /// (burn's NCHW flatten order `(c, i, j)`) permuted to the channels-last order `(i, j, c)`.
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
+        if crate::layers::fast_conv(&x) {
+            return self.forward_nchw(x, crate::layers::conv2d, crate::layers::max_pool2d);
+        }
         let [b, c, h, w] = x.dims();
         let x = if c == 1 {
             x.reshape([b, h, w, 1])

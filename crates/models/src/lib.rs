@@ -15,6 +15,9 @@
 pub mod classifier;
 pub mod cnn;
 pub mod conv_gemm;
+#[cfg(feature = "flex")]
+mod flex;
+pub mod layers;
 pub mod likelihood;
 pub use likelihood::Targets;
 pub mod metrics;

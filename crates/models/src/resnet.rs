@@ -36,6 +36,7 @@ use burn::tensor::ops::PadMode;
 use burn::tensor::{Device, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
+use crate::layers::{batch_norm, conv2d};
 use crate::network::Network;
 
 /// Channels of the three stages at width 1.
@@ -220,10 +221,18 @@ impl BasicBlock {
         }
     }
 
-    /// `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`.
-    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+    /// [`forward`](Self::forward) through burn's `Conv2d` and `BatchNorm` modules alone (the
+    /// same function; kept to check the fast layers and to measure against).
+    pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<4> {
         let h = activation::relu(self.bn1.forward(self.conv1.forward(x.clone())));
         let h = self.bn2.forward(self.conv2.forward(h));
+        activation::relu(h + self.shortcut(x))
+    }
+
+    /// `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`, through [`crate::layers`].
+    pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
+        let h = activation::relu(batch_norm(&self.bn1, conv2d(&self.conv1, x.clone())));
+        let h = batch_norm(&self.bn2, conv2d(&self.conv2, h));
         activation::relu(h + self.shortcut(x))
     }
 }
@@ -238,15 +247,34 @@ pub struct ResNet {
     fc: Linear,
 }
 
+impl ResNet {
+    /// [`Network::forward`] through burn's `Conv2d` and `BatchNorm` modules alone (the same
+    /// function, computed without [`crate::layers`]' fast paths; kept to check them and to
+    /// measure against).
+    pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<2> {
+        let h = activation::relu(self.bn.forward(self.conv.forward(x)));
+        let h = self
+            .blocks
+            .iter()
+            .fold(h, |h, block| block.forward_reference(h));
+        self.head(h)
+    }
+
+    /// Global average pooling and the linear layer.
+    fn head(&self, h: Tensor<4>) -> Tensor<2> {
+        // [b, c, h, w] -> [b, c, 1, 1] -> [b, c].
+        let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
+        self.fc.forward(h)
+    }
+}
+
 impl Network for ResNet {
     type Input = Tensor<4>;
 
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let h = activation::relu(self.bn.forward(self.conv.forward(x)));
+        let h = activation::relu(batch_norm(&self.bn, conv2d(&self.conv, x)));
         let h = self.blocks.iter().fold(h, |h, block| block.forward(h));
-        // Global average pooling: [b, c, h, w] -> [b, c, 1, 1] -> [b, c].
-        let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
-        self.fc.forward(h)
+        self.head(h)
     }
 }
 
@@ -344,6 +372,69 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k, v.into_deserializer()));
         ResNetConfig::deserialize(MapDeserializer::<_, Error>::new(map)).unwrap()
+    }
+
+    /// The fast layers compute the reference function: logits, every parameter's gradient and
+    /// the BN running statistics after two training steps, on flex (fast path) and ndarray.
+    /// Tolerance: the logits pass 19 conv + BN layers, each with `f32` sums of up to 576
+    /// products in another order (relative error ~1e-6 per layer, amplified by the BN
+    /// normalisations of a random-init net); 1e-3 of the largest value is far above that and
+    /// far below any wrong tap, channel or statistic (O(1) errors). Gradients come back
+    /// through 19 BN backward passes, each subtracting two channel means from the incoming
+    /// gradient (cancellation that amplifies the rounding of the statistics, which burn sums
+    /// in `f32` and the fast path in `f64`): the first conv's gradient differs by ~3e-3 on a
+    /// batch of 3 images, so gradients get 1e-2, still far below an O(1) error. Each layer
+    /// alone matches burn's to 1e-4 (`layers`' tests).
+    #[test]
+    fn resnet_fast_layers_match_the_reference_path() {
+        use crate::conv_gemm::tests::rel_err;
+        use burn::module::{ModuleVisitor, Param};
+        #[allow(deprecated)]
+        let bases = [Device::flex(), Device::ndarray()];
+        for base in bases {
+            let device = base.clone().autodiff();
+            device.seed(3);
+            let fast = ResNetConfig::resnet20(10).init(&device).unwrap();
+            // The same parameters in a fresh module: its own running statistics.
+            let reference = ResNetConfig::resnet20(10)
+                .init(&device)
+                .unwrap()
+                .load_record(fast.clone().into_record());
+            let x = image(3, &device);
+            for step in 0..2 {
+                let (a, b) = (
+                    fast.forward(x.clone()),
+                    reference.forward_reference(x.clone()),
+                );
+                assert!(
+                    rel_err(a.clone(), b.clone()) < 1e-3,
+                    "{base:?} logits {step}"
+                );
+                let r = Tensor::<2>::random(a.dims(), Distribution::Normal(0.0, 1.0), &device);
+                let (ga, gb) = ((a * r.clone()).sum().backward(), (b * r).sum().backward());
+                struct Grads<'a>(&'a burn::tensor::Gradients, Vec<Tensor<1>>);
+                impl ModuleVisitor for Grads<'_> {
+                    fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
+                        if let Some(g) = p.val().grad(self.0) {
+                            self.1.push(g.flatten(0, D - 1));
+                        }
+                    }
+                }
+                let (mut va, mut vb) = (Grads(&ga, vec![]), Grads(&gb, vec![]));
+                fast.visit(&mut va);
+                reference.visit(&mut vb);
+                assert_eq!(va.1.len(), 19 + 2 * 19 + 2);
+                for (i, (p, q)) in va.1.into_iter().zip(vb.1).enumerate() {
+                    let e = rel_err(p, q);
+                    assert!(e < 1e-2, "{base:?} gradient {i} step {step}: {e}");
+                }
+            }
+            let stats = |m: &ResNet| m.blocks[8].bn2.running_var.value_sync();
+            assert!(
+                rel_err(stats(&fast), stats(&reference)) < 1e-3,
+                "{base:?} running"
+            );
+        }
     }
 
     #[test]

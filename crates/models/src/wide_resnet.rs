@@ -13,7 +13,8 @@
 //!
 //! with 3x3 convolutions (the first with the group's stride), as in the authors' and the
 //! common PyTorch implementation, without dropout (the thesis uses none). Convolutions have no
-//! bias and He-normal initialisation. WRN-16-8 has 10,961,370 trainable parameters with 10
+//! bias and He-normal initialisation; convolutions and batch norms run through
+//! [`crate::layers`] (one tracked operation each when training on flex). WRN-16-8 has 10,961,370 trainable parameters with 10
 //! classes (the paper's 11.0M), WRN-28-10 36,476,194 (36.5M). BatchNorm behaves as in
 //! [`crate::resnet`]: batch statistics and running-statistic updates on an autodiff device,
 //! running statistics after [`Module::valid`].
@@ -24,6 +25,7 @@ use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, Pa
 use burn::tensor::{Device, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
+use crate::layers::{batch_norm, conv2d};
 use crate::network::Network;
 use crate::resnet::conv3x3;
 
@@ -140,13 +142,13 @@ impl WideBlock {
 
     /// See the module docs.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let a = activation::relu(self.bn1.forward(x.clone()));
+        let a = activation::relu(batch_norm(&self.bn1, x.clone()));
         let shortcut = match &self.projection {
-            Some(p) => p.forward(a.clone()),
+            Some(p) => conv2d(p, a.clone()),
             None => x,
         };
-        let h = activation::relu(self.bn2.forward(self.conv1.forward(a)));
-        self.conv2.forward(h) + shortcut
+        let h = activation::relu(batch_norm(&self.bn2, conv2d(&self.conv1, a)));
+        conv2d(&self.conv2, h) + shortcut
     }
 }
 
@@ -163,9 +165,9 @@ impl Network for WideResNet {
     type Input = Tensor<4>;
 
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let h = self.conv.forward(x);
+        let h = conv2d(&self.conv, x);
         let h = self.blocks.iter().fold(h, |h, block| block.forward(h));
-        let h = activation::relu(self.bn.forward(h));
+        let h = activation::relu(batch_norm(&self.bn, h));
         let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
         self.fc.forward(h)
     }

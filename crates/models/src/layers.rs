@@ -1,0 +1,276 @@
+//! Layer calls that take the fast flex path when they can (the private `flex` module, feature `flex`):
+//! [`conv2d`] and [`batch_norm`] compute exactly the function of burn's `Conv2d::forward` and
+//! `BatchNorm::forward` (same parameters, same running-statistics update), on any device.
+
+use burn::nn::conv::Conv2d;
+use burn::nn::pool::MaxPool2d;
+use burn::nn::{BatchNorm, PaddingConfig2d};
+use burn::tensor::Tensor;
+
+/// `conv.forward(x)`; on `Autodiff<Flex>` with groups 1, dilation 1 and symmetric padding, as
+/// one operation with an im2col-GEMM backward.
+pub fn conv2d(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
+    #[cfg(feature = "flex")]
+    if let Some(y) = flex_conv2d(conv, &x) {
+        return y;
+    }
+    conv.forward(x)
+}
+
+/// Whether [`conv2d`] on images like `x` takes the fast flex path (training on flex in `f32`).
+pub fn fast_conv(x: &Tensor<4>) -> bool {
+    #[cfg(feature = "flex")]
+    return crate::flex::flex_ad(x).is_some();
+    #[cfg(not(feature = "flex"))]
+    {
+        let _ = x;
+        false
+    }
+}
+
+#[cfg(feature = "flex")]
+fn flex_conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
+    let [_, _, h, w] = x.dims();
+    let padding = match &conv.padding {
+        PaddingConfig2d::Valid => [0, 0],
+        PaddingConfig2d::Explicit(top, left, bottom, right) if top == bottom && left == right => {
+            [*top, *left]
+        }
+        _ => return None,
+    };
+    let [kh, kw] = conv.kernel_size;
+    if conv.groups != 1
+        || conv.dilation != [1, 1]
+        || h + 2 * padding[0] < kh
+        || w + 2 * padding[1] < kw
+    {
+        return None;
+    }
+    let xp = crate::flex::flex_ad(x)?;
+    let wp = crate::flex::flex_ad(&conv.weight.val())?;
+    let y: Tensor<4> = crate::flex::tensor(crate::flex::conv::conv2d(xp, wp, conv.stride, padding));
+    Some(match &conv.bias {
+        Some(bias) => {
+            let o = bias.dims()[0];
+            y + bias.val().reshape([1, o, 1, 1])
+        }
+        None => y,
+    })
+}
+
+/// `pool.forward(x)`; for 2x2 windows with stride 2 (no padding, dilation 1, floor mode) on
+/// `Autodiff<Flex>`, as one pass forward and one backward.
+pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
+    #[cfg(feature = "flex")]
+    if pool.kernel_size == [2, 2]
+        && pool.stride == [2, 2]
+        && pool.dilation == [1, 1]
+        && !pool.ceil_mode
+        && matches!(pool.padding, PaddingConfig2d::Valid)
+        && let Some(xp) = crate::flex::flex_ad(&x)
+    {
+        return crate::flex::tensor(crate::flex::max_pool::max_pool2x2(xp));
+    }
+    pool.forward(x)
+}
+
+/// `bn.forward(x)`; in training mode on `Autodiff<Flex>`, as one operation with a two-pass
+/// forward and backward, and the same running-statistics update as burn's.
+pub fn batch_norm<const D: usize>(bn: &BatchNorm, x: Tensor<D>) -> Tensor<D> {
+    #[cfg(feature = "flex")]
+    if x.device().is_autodiff()
+        && bn.training.is_enabled()
+        && let Some(y) = flex_batch_norm(bn, &x)
+    {
+        return y;
+    }
+    bn.forward(x)
+}
+
+#[cfg(feature = "flex")]
+fn flex_batch_norm<const D: usize>(bn: &BatchNorm, x: &Tensor<D>) -> Option<Tensor<D>> {
+    use burn::tensor::TensorData;
+    let xp = crate::flex::flex_ad(x)?;
+    let gamma = crate::flex::flex_ad(&bn.gamma.val())?;
+    let beta = crate::flex::flex_ad(&bn.beta.val())?;
+    let (y, mean, var) = crate::flex::batch_norm::batch_norm_train(xp, gamma, beta, bn.epsilon);
+    let device = x.device();
+    let c = mean.len();
+    let m = bn.momentum;
+    let stat = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [c]), &device);
+    // As burn's `BatchNorm::forward_train`.
+    let running = |old: Tensor<1>, new: Tensor<1>| {
+        old.to_device(&device)
+            .mul_scalar(1.0 - m)
+            .add(new.mul_scalar(m))
+            .detach()
+    };
+    bn.running_mean
+        .update(running(bn.running_mean.value_sync(), stat(mean)));
+    bn.running_var
+        .update(running(bn.running_var.value_sync(), stat(var)));
+    Some(crate::flex::tensor(y))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::module::Param;
+    use burn::nn::BatchNormConfig;
+    use burn::nn::conv::Conv2dConfig;
+    use burn::tensor::{Device, Distribution};
+
+    use super::*;
+    use crate::conv_gemm::tests::rel_err;
+
+    fn devices() -> Vec<Device> {
+        #[allow(deprecated)]
+        let ndarray = Device::ndarray();
+        vec![Device::flex(), ndarray]
+    }
+
+    fn normal<const D: usize>(shape: [usize; D], device: &Device) -> Tensor<D> {
+        Tensor::random(shape, Distribution::Normal(0.0, 1.0), device)
+    }
+
+    /// `f32` sums of at most a few hundred products (or of a few thousand terms in the BN
+    /// statistics), summed in another order: relative rounding errors of a few hundred ulps
+    /// (2^-23 ~ 1.2e-7) at most, so 1e-4 has ample margin while a wrong tap, channel or term
+    /// (an O(1) error) fails.
+    const TOL: f32 = 1e-4;
+
+    #[test]
+    fn conv2d_matches_burn_conv2d_and_its_gradients() {
+        for base in devices() {
+            let device = base.clone().autodiff();
+            for (c, o, k, stride, pad, bias, hw) in [
+                (3, 4, 3, 1, 1, false, [9, 8]),
+                (4, 6, 3, 2, 1, false, [8, 9]),
+                (1, 5, 5, 1, 0, true, [12, 12]),
+                (2, 3, 3, 2, 0, true, [7, 7]),
+                (5, 4, 3, 1, 1, false, [6, 7]),
+                (6, 3, 3, 2, 1, false, [9, 8]),
+                (8, 4, 5, 1, 0, true, [9, 9]),
+            ] {
+                device.seed(11);
+                let conv = Conv2dConfig::new([c, o], [k, k])
+                    .with_stride([stride, stride])
+                    .with_padding(PaddingConfig2d::Explicit(pad, pad, pad, pad))
+                    .with_bias(bias)
+                    .init(&device);
+                let x = normal([3, c, hw[0], hw[1]], &device).require_grad();
+                let got = conv2d(&conv, x.clone());
+                let want = conv.forward(x.clone());
+                assert_eq!(got.dims(), want.dims());
+                let what = format!("{base:?} c{c} o{o} k{k} s{stride} p{pad}");
+                assert!(rel_err(got.clone(), want.clone()) < TOL, "{what} output");
+                let r = normal(got.dims(), &device);
+                let (g1, g2) = (
+                    (got * r.clone()).sum().backward(),
+                    (want * r).sum().backward(),
+                );
+                let w = conv.weight.val();
+                assert!(
+                    rel_err(w.grad(&g1).unwrap(), w.grad(&g2).unwrap()) < TOL,
+                    "{what} dW"
+                );
+                assert!(
+                    rel_err(x.grad(&g1).unwrap(), x.grad(&g2).unwrap()) < TOL,
+                    "{what} dx"
+                );
+                if let Some(b) = &conv.bias {
+                    let b = b.val();
+                    assert!(
+                        rel_err(b.grad(&g1).unwrap(), b.grad(&g2).unwrap()) < TOL,
+                        "{what} db"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Exact: pooling selects values and routes gradients without arithmetic. Half of the
+    /// first image is zero, so windows with ties check the first-maximum rule; 9x11 maps drop a
+    /// row and a column.
+    #[test]
+    fn max_pool_matches_burn_max_pool_and_its_gradient() {
+        use burn::nn::pool::MaxPool2dConfig;
+        for base in devices() {
+            let device = base.clone().autodiff();
+            device.seed(9);
+            let pool = MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init();
+            let mask = Tensor::<4>::ones([2, 3, 9, 11], &device).slice_assign(
+                [0..1, 0..3, 0..9, 0..5],
+                Tensor::zeros([1, 3, 9, 5], &device),
+            );
+            let x = (normal([2, 3, 9, 11], &device) * mask)
+                .detach()
+                .require_grad();
+            let (got, want) = (max_pool2d(&pool, x.clone()), pool.forward(x.clone()));
+            assert_eq!(got.dims(), [2, 3, 4, 5]);
+            assert_eq!(
+                got.clone().into_data(),
+                want.clone().into_data(),
+                "{base:?}"
+            );
+            let r = normal(got.dims(), &device);
+            let (g1, g2) = (
+                (got * r.clone()).sum().backward(),
+                (want * r).sum().backward(),
+            );
+            let (a, b) = (x.grad(&g1).unwrap(), x.grad(&g2).unwrap());
+            assert_eq!(a.into_data(), b.into_data(), "{base:?} dx");
+        }
+    }
+
+    #[test]
+    fn batch_norm_matches_burn_batch_norm_its_gradients_and_running_statistics() {
+        for base in devices() {
+            let device = base.clone().autodiff();
+            device.seed(5);
+            let c = 6;
+            let (gamma, beta) = (normal([c], &device), normal([c], &device));
+            let make = || {
+                let mut bn = BatchNormConfig::new(c).init(&device);
+                bn.gamma = Param::from_tensor(gamma.clone());
+                bn.beta = Param::from_tensor(beta.clone());
+                bn
+            };
+            let (fast, reference) = (make(), make());
+            // A mean far from zero and a spread of 2 per channel.
+            let x = (normal([4, c, 5, 7], &device) * 2.0 + 3.0)
+                .detach()
+                .require_grad();
+            let r = normal([4, c, 5, 7], &device);
+            for step in 0..2 {
+                let got = batch_norm(&fast, x.clone());
+                let want = reference.forward(x.clone());
+                let what = format!("{base:?} step {step}");
+                assert!(rel_err(got.clone(), want.clone()) < TOL, "{what} output");
+                let (g1, g2) = (
+                    (got * r.clone()).sum().backward(),
+                    (want * r.clone()).sum().backward(),
+                );
+                assert!(
+                    rel_err(x.grad(&g1).unwrap(), x.grad(&g2).unwrap()) < TOL,
+                    "{what} dx"
+                );
+                for (p, q) in [
+                    (&fast.gamma, &reference.gamma),
+                    (&fast.beta, &reference.beta),
+                ] {
+                    let (a, b) = (p.val().grad(&g1).unwrap(), q.val().grad(&g2).unwrap());
+                    assert!(rel_err(a, b) < TOL, "{what} dgamma/dbeta");
+                }
+                for (a, b) in [
+                    (&fast.running_mean, &reference.running_mean),
+                    (&fast.running_var, &reference.running_var),
+                ] {
+                    assert!(
+                        rel_err(a.value_sync(), b.value_sync()) < TOL,
+                        "{what} running"
+                    );
+                }
+            }
+        }
+    }
+}
