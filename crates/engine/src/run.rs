@@ -204,7 +204,8 @@ impl<'a, S: Sampler> Run<'a, S> {
         }
         let wants_points = self.observers.iter().any(|o| o.wants_points());
         let mut points = Points::<S>::default();
-        let mut chains = Vec::with_capacity(sampler.n_chains());
+        let local = sampler.local_chains();
+        let mut chains = Vec::with_capacity(local.len());
         let mut at = Progress {
             step: start,
             total,
@@ -237,13 +238,20 @@ impl<'a, S: Sampler> Run<'a, S> {
             if keep && report.phase != Some(Phase::Exploration) {
                 chains.clear();
                 if report.rungs.is_empty() {
-                    chains.extend(0..sampler.n_chains());
+                    chains.extend(local.clone());
                 } else {
-                    chains.extend(report.rungs.iter().position(|r| *r == 0));
+                    chains.extend(
+                        report
+                            .rungs
+                            .iter()
+                            .position(|r| *r == 0)
+                            .filter(|c| local.contains(c)),
+                    );
                 }
                 let kept = Kept {
                     step: k,
                     points: &points,
+                    first_chain: local.start,
                     chains: &chains,
                     log_weights: &report.log_weights,
                     report,
