@@ -134,6 +134,10 @@ pub struct ToyArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 4
+    /// sgmcmc toy --preset deo-sgd-25-mode --distributed`. Rank 0 writes the run folder.
+    #[arg(long)]
+    pub distributed: bool,
 }
 
 /// `sgmcmc vr-resgld`: its options and `--force`.
@@ -302,12 +306,50 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     if let Some(note) = cfg.target.note() {
         println!("{note}");
     }
+    if a.distributed {
+        return run_toy_distributed(a, &cfg, &out);
+    }
     fresh_run_dir(&out, a.force.force, toy::report::FILES)?;
     let outcome = toy::run_toy(&cfg, !a.quiet)?;
-    let summary = toy::report::summarize(&cfg, &outcome)?;
-    toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;
+    report_toy(&cfg, &outcome, &out, None)
+}
+
+/// `toy --distributed`: every rank runs its chains; rank 0 prepares the run folder, gathers
+/// the samples and writes the outputs. A rank that fails ends the job.
+fn run_toy_distributed(
+    a: &ToyArgs,
+    cfg: &ToyConfig,
+    out: &std::path::Path,
+) -> Result<(), AppError> {
+    let ranks = crate::distributed::Ranks::join()?;
+    if ranks.rank() == 0
+        && let Err(e) = fresh_run_dir(out, a.force.force, toy::report::FILES)
+    {
+        ranks.fail(&e, None);
+    }
+    let outcome =
+        toy::run::run_toy_on(cfg, !a.quiet, Some(&ranks)).unwrap_or_else(|e| ranks.fail(&e, None));
+    if let Some(outcome) = outcome
+        && let Err(e) = report_toy(cfg, &outcome, out, Some(ranks.size()))
+    {
+        ranks.fail(&e, None);
+    }
+    Ok(())
+}
+
+/// Writes a toy run's outputs into `out` and prints its summary (`ranks`: of a distributed
+/// run).
+fn report_toy(
+    cfg: &ToyConfig,
+    outcome: &toy::ToyOutcome,
+    out: &std::path::Path,
+    ranks: Option<usize>,
+) -> Result<(), AppError> {
+    let summary = toy::report::summarize(cfg, outcome)?;
+    toy::report::write_outputs(out, cfg, outcome, &summary)?;
+    let over = ranks.map_or(String::new(), |r| format!(" over {r} ranks"));
     println!(
-        "{} on {}: {} chains x {} iters in {:.2} s ({:.0} chain-steps/s)",
+        "{} on {}: {} chains{over} x {} iters in {:.2} s ({:.0} chain-steps/s)",
         cfg.sampler.name,
         cfg.target,
         cfg.chains,

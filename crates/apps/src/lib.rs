@@ -12,6 +12,7 @@ pub mod data_record;
 pub mod demo;
 pub mod device;
 pub mod digits;
+pub mod distributed;
 pub mod error;
 pub mod mnist;
 pub mod output;

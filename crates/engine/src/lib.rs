@@ -24,6 +24,8 @@ pub mod checkpoint;
 pub mod error;
 pub mod fs;
 pub mod init;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod observer;
 pub mod observers;
 pub mod posterior;

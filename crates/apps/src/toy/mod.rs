@@ -1,6 +1,7 @@
 //! `sgmcmc toy`: samplers on the papers' analytic targets.
 
 pub mod config;
+pub mod fault;
 pub mod hit_table;
 pub mod presets;
 pub mod replica;

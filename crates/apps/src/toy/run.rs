@@ -3,8 +3,10 @@
 
 use std::borrow::Cow;
 
+use serde::{Deserialize, Serialize};
 use sgmcmc_engine::{Kept, Observer, Progress, Repeat, Run};
 use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
+use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::density::toy::{self, NoiseModel, ToyTarget};
 use sgmcmc_samplers::diagnostics::Coupling;
@@ -14,7 +16,9 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
 
 use super::config::{Init, ToyConfig};
+use super::fault::Faulty;
 use super::replica::{ReplicaSummary, trace_row};
+use crate::distributed::{Ranks, diverged_chain};
 use crate::error::AppError;
 use crate::progress;
 
@@ -141,6 +145,19 @@ pub fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, AppE
 
 /// Runs `cfg` and collects its samples. `show_progress` draws a progress bar.
 pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppError> {
+    let out = run_toy_on(cfg, show_progress, None)?;
+    out.ok_or_else(|| AppError::Run("a one-process run has no outcome".into()))
+}
+
+/// Runs this rank's chains of `cfg` (all of them without `ranks`); the outcome, gathered from
+/// every rank, on rank 0 (`None` on the others). Rank `r` steps a contiguous block of chains
+/// with the random streams they have in one process, so the outcome is the one-process run's.
+/// A rank that fails ends the job ([`Ranks::fail`]).
+pub fn run_toy_on(
+    cfg: &ToyConfig,
+    show_progress: bool,
+    ranks: Option<&Ranks>,
+) -> Result<Option<ToyOutcome>, AppError> {
     cfg.validate()?;
     let target = build_target(cfg)?;
     let starts = starts(cfg, &target)?;
@@ -148,15 +165,25 @@ pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppEr
         .chains(cfg.chains)
         .min_energy(min_energy(&target, &starts));
     let spec = cfg.sampler.spec(&ctx)?;
+    let placement = match ranks {
+        Some(r) => r.placement(cfg.chains)?,
+        None => Placement::local(cfg.chains),
+    };
+    let here = placement.here();
+    let mine = &starts[here.clone()];
+    let fault = cfg.fault.filter(|f| f.rank == placement.rank());
     match cfg.device.device()? {
         None => {
-            let ens = HostEnsemble::new(target.clone(), &starts, cfg.seed)?;
-            drive(spec, ens, cfg, target, show_progress)
+            let ens = HostEnsemble::new_part(target.clone(), mine, cfg.seed, here.start)?;
+            let ens = Faulty::new(ens, fault);
+            drive(spec, ens, cfg, target, show_progress, placement, ranks)
         }
         Some(device) => {
-            let particles = Particles::from_rows(&starts, &device)?;
-            let ens = ModuleEnsemble::new(target.clone(), vec![particles], cfg.seed)?;
-            drive(spec, ens, cfg, target, show_progress)
+            let particles = Particles::from_rows(mine, &device)?;
+            let ens =
+                ModuleEnsemble::new_part(target.clone(), vec![particles], cfg.seed, here.start)?;
+            let ens = Faulty::new(ens, fault);
+            drive(spec, ens, cfg, target, show_progress, placement, ranks)
         }
     }
 }
@@ -167,7 +194,9 @@ fn drive<E>(
     cfg: &ToyConfig,
     target: ToyTarget,
     show_progress: bool,
-) -> Result<ToyOutcome, AppError>
+    placement: Placement,
+    ranks: Option<&Ranks>,
+) -> Result<Option<ToyOutcome>, AppError>
 where
     E: Ensemble<Batch = ()>,
     E::Snapshot: ToyPoints,
@@ -176,7 +205,8 @@ where
         SamplerSpec::Contour(c) => Some(c.clone()),
         _ => None,
     };
-    let mut sampler = spec.build(ens, cfg.seed)?;
+    let layout = placement.layout().clone();
+    let mut sampler = spec.build_placed(ens, cfg.seed, placement)?;
     let outputs = if sampler.as_replica().is_some() {
         1
     } else {
@@ -188,20 +218,43 @@ where
         Coupling::Independent
     };
     let mut collector = Collector::new(cfg, &target, outputs, coupling);
-    let c = &mut collector;
+    if ranks.is_some() {
+        collector.record = Some(Record::default());
+        collector.plain_energies = matches!(sampler, AnySampler::Plain(_));
+    }
+    let leader = ranks.is_none_or(|r| r.rank() == 0);
     let bar = progress::bar(
         cfg.iters,
         &cfg.sampler.name,
-        show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
+        leader && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
     let mut progress = progress::report(&bar, 200);
-    let report = Run::steps(cfg.iters)
+    let mut clock = ranks.map(Ranks::clock);
+    let mut run = Run::steps(cfg.iters)
         .burn_in(cfg.burn_in())
         .thin(cfg.thin)
-        .observe(c)
-        .observe(&mut progress)
-        .run(&mut sampler, &mut Repeat(()))?;
+        .observe(&mut collector)
+        .observe(&mut progress);
+    if let Some(c) = clock.as_mut() {
+        run = run.observe(c);
+    }
+    let report = match (run.run(&mut sampler, &mut Repeat(())), ranks) {
+        (Ok(r), _) => r,
+        (Err(e), Some(r)) => {
+            let chain = diverged_chain(&e);
+            r.fail(&e.into(), chain.map(|c| (c, &layout)))
+        }
+        (Err(e), None) => return Err(e.into()),
+    };
     bar.finish_and_clear();
+    if let Some(r) = ranks {
+        let record = collector.record.take().unwrap_or_default();
+        let gathered = r.gather(&record).unwrap_or_else(|e| r.fail(&e, None));
+        let Some(records) = gathered else {
+            return Ok(None);
+        };
+        collector.replay(&records);
+    }
     let Collector {
         modes,
         mean,
@@ -213,7 +266,7 @@ where
         replica_trace,
         ..
     } = collector;
-    Ok(ToyOutcome {
+    Ok(Some(ToyOutcome {
         target,
         modes,
         mean,
@@ -231,14 +284,28 @@ where
             .map(|r| ReplicaSummary::of(r, cfg.iters)),
         contour,
         replica_trace,
-    })
+    }))
+}
+
+/// What a rank of a distributed run keeps for rank 0: its kept samples, in step and chain
+/// order, and, for independent chains (which exchange nothing while they run), its chains'
+/// energies at the log points.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Record {
+    /// `(step, global chain)` of each sample.
+    keys: Vec<(u64, usize)>,
+    /// Each sample's importance weight.
+    weights: Vec<f64>,
+    /// The samples' points, row-major.
+    points: Vec<f64>,
+    /// This rank's chains' energies at each log point, row after row.
+    log_energies: Vec<Vec<f64>>,
 }
 
 /// The toy's observer: mode traces, means and traces of the kept samples, plot samples, and
 /// the metrics, theta and replica rows at the log points.
 struct Collector<'t> {
     dim: usize,
-    chains: usize,
     iters: u64,
     mode_map: Option<&'t dyn toy::ModeMap>,
     modes: Option<ModeTraces>,
@@ -253,6 +320,10 @@ struct Collector<'t> {
     snapshot_every: u64,
     theta_trace: Vec<Vec<f64>>,
     replica_trace: Vec<Vec<f64>>,
+    /// A rank of a distributed run records its samples for rank 0 instead of folding them.
+    record: Option<Record>,
+    /// Whether the energies of the log rows must be gathered at the end (independent chains).
+    plain_energies: bool,
 }
 
 impl<'t> Collector<'t> {
@@ -261,7 +332,6 @@ impl<'t> Collector<'t> {
         let mode_map = target.potential().modes();
         Self {
             dim: target.dim(),
-            chains: cfg.chains,
             iters: cfg.iters,
             modes: mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs).with_coupling(coupling)),
             mode_map,
@@ -279,6 +349,66 @@ impl<'t> Collector<'t> {
             snapshot_every: (cfg.iters / 100).max(1),
             theta_trace: Vec::new(),
             replica_trace: Vec::new(),
+            record: None,
+            plain_energies: false,
+        }
+    }
+
+    /// Folds one kept step's samples, `(point, weight)` of each target chain in chain order.
+    fn fold_step<'a>(&mut self, samples: impl Iterator<Item = (&'a [f64], f64)> + Clone) {
+        for (slot, (x, w)) in samples.clone().enumerate() {
+            if let (Some(m), Some(map)) = (self.modes.as_mut(), self.mode_map) {
+                m.push_weighted(slot, map.mode_of(x), w);
+            }
+            self.mean.add(x, w);
+            if self.collections.is_multiple_of(self.plot_every) {
+                self.plot_samples.push(x.to_vec());
+            }
+        }
+        self.collections += 1;
+        self.x0.push(samples.clone().map(|(x, _)| x[0]));
+        self.weights.push(samples.map(|(_, w)| w));
+    }
+
+    /// Rank 0 of a distributed run: folds every rank's samples in step and chain order (the
+    /// order of a one-process run), and completes the log rows of independent chains.
+    fn replay(&mut self, records: &[Record]) {
+        let d = self.dim;
+        let mut order: Vec<(u64, usize, usize, usize)> = records
+            .iter()
+            .enumerate()
+            .flat_map(|(r, rec)| {
+                rec.keys
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, k)| (k.0, k.1, r, i))
+            })
+            .collect();
+        order.sort_unstable();
+        let mut at = 0;
+        while at < order.len() {
+            let end = at
+                + order[at..]
+                    .iter()
+                    .take_while(|o| o.0 == order[at].0)
+                    .count();
+            let step = &order[at..end];
+            self.fold_step(step.iter().map(|&(_, _, r, i)| {
+                let rec = &records[r];
+                (&rec.points[i * d..(i + 1) * d], rec.weights[i])
+            }));
+            at = end;
+        }
+        if self.plain_energies {
+            for (row, metrics) in self.metrics.iter_mut().enumerate() {
+                let e: Vec<f64> = records
+                    .iter()
+                    .flat_map(|r| r.log_energies[row].iter().copied())
+                    .collect();
+                metrics[3] = e.iter().sum::<f64>() / e.len() as f64;
+                metrics[4] = e.iter().copied().fold(f64::INFINITY, f64::min);
+                metrics[5] = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            }
         }
     }
 
@@ -319,6 +449,12 @@ where
         let last = k + 1 == self.iters;
         if k.is_multiple_of(self.log_every) || last {
             self.metrics.push(Self::log_row(report));
+            if self.plain_energies
+                && let Some(rec) = self.record.as_mut()
+            {
+                rec.log_energies
+                    .push(report.energies[report.local.clone()].to_vec());
+            }
             if let Some(r) = sampler.as_replica() {
                 self.replica_trace
                     .push(std::iter::once(k as f64).chain(trace_row(r)).collect());
@@ -343,22 +479,20 @@ where
     ) -> Result<(), sgmcmc_engine::RunError> {
         let pos = kept.points.positions();
         let d = self.dim;
-        debug_assert_eq!(pos.len(), self.chains * d);
-        for (slot, &c) in kept.chains.iter().enumerate() {
-            let x = &pos[c * d..(c + 1) * d];
-            let w = kept.report.weights[c];
-            if let (Some(m), Some(map)) = (self.modes.as_mut(), self.mode_map) {
-                m.push_weighted(slot, map.mode_of(x), w);
+        let at = |c: usize| &pos[kept.index(c) * d..(kept.index(c) + 1) * d];
+        match self.record.as_mut() {
+            Some(rec) => {
+                for &c in kept.chains {
+                    rec.keys.push((kept.step, c));
+                    rec.weights.push(kept.report.weights[c]);
+                    rec.points.extend_from_slice(at(c));
+                }
             }
-            self.mean.add(x, w);
-            if self.collections.is_multiple_of(self.plot_every) {
-                self.plot_samples.push(x.to_vec());
+            None => {
+                let w = &kept.report.weights;
+                self.fold_step(kept.chains.iter().map(|&c| (at(c), w[c])));
             }
         }
-        self.collections += 1;
-        self.x0.push(kept.chains.iter().map(|c| pos[c * d]));
-        self.weights
-            .push(kept.chains.iter().map(|&c| kept.report.weights[c]));
         Ok(())
     }
 }
