@@ -21,6 +21,7 @@
 
 pub mod batches;
 pub mod checkpoint;
+pub mod checkpoint_parts;
 pub mod error;
 pub mod fs;
 pub mod init;

@@ -12,7 +12,7 @@
 //! starts from the sampler's own step counter, so [`Run::resume`] only has to restore the
 //! sampler and the observers.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use sgmcmc_samplers::collect::Thinning;
@@ -22,6 +22,7 @@ use sgmcmc_samplers::sampler::Sampler;
 
 use crate::batches::BatchSource;
 use crate::checkpoint::{Checkpoint, Checkpoints, VERSION};
+use crate::checkpoint_parts::write_part;
 use crate::error::RunError;
 use crate::observer::{Kept, Observer, Points, Progress};
 
@@ -99,6 +100,8 @@ pub struct Run<'a, S: Sampler> {
     checkpoints: Option<Checkpoints>,
     resume: Option<Checkpoint>,
     stop_after: Option<u64>,
+    /// This rank's part of the last checkpoint of a distributed run (deleted after the next).
+    last_part: Option<PathBuf>,
 }
 
 impl<'a, S: Sampler> Run<'a, S> {
@@ -114,6 +117,7 @@ impl<'a, S: Sampler> Run<'a, S> {
             checkpoints: None,
             resume: None,
             stop_after: None,
+            last_part: None,
         }
     }
 
@@ -176,6 +180,14 @@ impl<'a, S: Sampler> Run<'a, S> {
     /// same order) get their saved states back before the first step.
     pub fn resume(mut self, checkpoint: Checkpoint) -> Self {
         self.resume = Some(checkpoint);
+        self
+    }
+
+    /// Continues from this rank's part of a distributed checkpoint
+    /// ([`crate::checkpoint_parts::read_part`]); the part is deleted after the next checkpoint.
+    pub fn resume_part(mut self, checkpoint: Checkpoint, part: PathBuf) -> Self {
+        self.resume = Some(checkpoint);
+        self.last_part = Some(part);
         self
     }
 
@@ -337,15 +349,24 @@ impl<'a, S: Sampler> Run<'a, S> {
             o.flush()?;
             observers.push(o.save()?);
         }
-        Checkpoint {
+        let checkpoint = Checkpoint {
             version: VERSION,
             next_step: done,
             total_steps: total,
             sampler: sampler.state()?,
             observers,
             meta: c.meta.clone(),
+        };
+        match &c.ranks {
+            None => checkpoint.write(&c.path),
+            Some(comm) => {
+                let chains = sampler.local_chains().len();
+                let previous = self.last_part.as_deref();
+                let part = write_part(&checkpoint, &c.path, comm.as_ref(), chains, previous)?;
+                self.last_part = Some(part);
+                Ok(())
+            }
         }
-        .write(&c.path)
     }
 
     fn restore(&mut self, sampler: &mut S, c: Checkpoint, total: u64) -> Result<(), RunError> {
