@@ -6,6 +6,7 @@
 
 pub mod bandit;
 pub mod bench;
+pub mod bench_distributed;
 pub mod cli;
 pub mod data_cmd;
 pub mod data_record;

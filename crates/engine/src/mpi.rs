@@ -8,7 +8,7 @@
 //!
 //! Every exchange is one MPI collective on a small buffer: `MPI_Allgatherv` of the chains'
 //! energies (`P` doubles) each step, `MPI_Gatherv` of byte strings to rank 0 for the final
-//! collection and the checkpoint manifest, `MPI_Bcast`, `MPI_Barrier`. MPI's default error
+//! collection and the checkpoint manifest, `MPI_Bcast`, `MPI_Ibarrier`. MPI's default error
 //! handler aborts the job on a failed collective; a rank that fails on its own ends the job
 //! with [`Communicator::abort`] (`MPI_Abort`), so no rank waits forever.
 
@@ -147,10 +147,19 @@ impl Communicator for MpiComm {
         Ok(())
     }
 
+    /// A barrier that sleeps while it waits (`MPI_Ibarrier` polled every 200 us): barriers
+    /// are rare (checkpoints, a rank waiting for another's abort, a benchmark's quiet phases),
+    /// and a waiting rank should leave its core to the ranks still working.
     fn barrier(&self) -> Result<(), CommError> {
         let _g = self.guard();
-        self.world.barrier();
-        Ok(())
+        let mut request = self.world.immediate_barrier();
+        loop {
+            match request.test() {
+                Ok(_) => return Ok(()),
+                Err(r) => request = r,
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     }
 
     fn abort(&self, code: i32) -> ! {
