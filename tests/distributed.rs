@@ -4,7 +4,11 @@
 //! one-process run's with the same seed. The MPI runs of `tests/mpi.rs` check the same through
 //! `mpirun`.
 
+mod common;
+
 use std::sync::Arc;
+
+use common::cli::{sgmcmc, tmp};
 
 use sgmcmc::samplers::comm::{ChainLayout, Placement, ThreadGroup};
 use sgmcmc::samplers::control::SwapScheme;
@@ -266,4 +270,73 @@ fn swaps_are_scheduled_from_the_same_stream_on_every_rank_with_seo() {
         seed: 2,
     };
     s.check(3, true);
+}
+
+#[test]
+fn a_checkpointed_toy_run_stops_and_resumes_to_the_uninterrupted_outputs() {
+    let dir = tmp("toy-resume");
+    let (one, two) = (dir.join("one"), dir.join("two"));
+    let (one_s, two_s) = (one.to_string_lossy(), two.to_string_lossy());
+    let run = [
+        "toy",
+        "--preset",
+        "twenty-five-mode-icsgld",
+        "--iters",
+        "6000",
+        "--quiet",
+    ];
+    let ok = |args: &[&str]| {
+        let out = sgmcmc(args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    ok(&[&run[..], &["--out", &one_s]].concat());
+    let printed = ok(&[
+        &run[..],
+        &[
+            "--checkpoint-every",
+            "1000",
+            "--stop-after",
+            "2500",
+            "--out",
+            &two_s,
+        ],
+    ]
+    .concat());
+    assert!(
+        printed.contains("continue with `sgmcmc toy --resume"),
+        "{printed}"
+    );
+    assert!(!two.join("summary.json").exists());
+    // A flag that would change the run is refused beside --resume.
+    let out = sgmcmc(&["toy", "--resume", &two_s, "--iters", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    ok(&["toy", "--resume", &two_s, "--stop-after", "4000", "--quiet"]);
+    ok(&["toy", "--resume", &two_s, "--quiet"]);
+    for f in [
+        "metrics.csv",
+        "samples.csv",
+        "theta_trace.csv",
+        "config.toml",
+    ] {
+        assert!(
+            std::fs::read(one.join(f)).unwrap() == std::fs::read(two.join(f)).unwrap(),
+            "{f} differs after two resumes"
+        );
+    }
+    let strip = |p: &std::path::Path| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p.join("summary.json")).unwrap())
+                .unwrap();
+        for k in ["wall_seconds", "steps_per_second", "chain_steps_per_second"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(&one), strip(&two));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -270,3 +270,81 @@ fn a_failing_rank_stops_the_job_with_its_rank_and_step() {
     fails_naming(4, &args, limit, "rank 1");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ranks_checkpoint_their_parts_and_resume_only_on_as_many_ranks() {
+    let dir = tmp("mpi-resume");
+    let one = dir.join("one").to_string_lossy().into_owned();
+    let many = dir.join("many").to_string_lossy().into_owned();
+    let run = [
+        "toy",
+        "--preset",
+        "deo-sgd-25-mode",
+        "--iters",
+        "10000",
+        "--quiet",
+    ];
+    let mut a = run.to_vec();
+    a.extend(["--out", &one]);
+    assert!(sgmcmc(&a).status.success());
+    // Four ranks stop at step 5000 (checkpoints at 2000, 4000, 5000).
+    let mut a = run.to_vec();
+    a.extend([
+        "--distributed",
+        "--checkpoint-every",
+        "2000",
+        "--stop-after",
+        "5000",
+        "--out",
+        &many,
+    ]);
+    let (out, _) = run_within(mpirun(4, &a), Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut parts: Vec<String> = std::fs::read_dir(&many)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".rank-"))
+        .collect();
+    parts.sort();
+    let want: Vec<String> = (0..4)
+        .map(|r| format!("checkpoint.rank-{r}.step-5000.cbor"))
+        .collect();
+    assert_eq!(parts, want);
+    // Two ranks, or one process, are refused with the command that works.
+    let resume = ["toy", "--resume", &many, "--distributed", "--quiet"];
+    fails_naming(
+        2,
+        &resume,
+        Duration::from_secs(30),
+        "written by 4 ranks and this run has 2: resume with `mpirun -np 4`",
+    );
+    let out = sgmcmc(&["toy", "--resume", &many]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a checkpoint of 4 ranks; resume it with `mpirun -np 4"),
+        "{err}"
+    );
+    // The same four ranks finish the run: the one-process run's outputs.
+    let (out, _) = run_within(mpirun(4, &resume), Duration::from_secs(120));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (one, many) = (Path::new(&one), Path::new(&many));
+    for f in SAME {
+        if one.join(f).exists() {
+            assert!(
+                std::fs::read(one.join(f)).unwrap() == std::fs::read(many.join(f)).unwrap(),
+                "{f} differs after the resume"
+            );
+        }
+    }
+    assert_eq!(summary(one), summary(many));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

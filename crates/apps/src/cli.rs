@@ -138,6 +138,17 @@ pub struct ToyArgs {
     /// sgmcmc toy --preset deo-sgd-25-mode --distributed`. Rank 0 writes the run folder.
     #[arg(long)]
     pub distributed: bool,
+    /// Write a checkpoint every this many steps into the run folder (`checkpoint.cbor`; with
+    /// `--distributed` a manifest and one part per rank).
+    #[arg(long)]
+    pub checkpoint_every: Option<u64>,
+    /// Stop after this many steps, writing a checkpoint (continue with `--resume`).
+    #[arg(long)]
+    pub stop_after: Option<u64>,
+    /// Continue the checkpointed run in this folder with the settings it recorded (with
+    /// `--distributed`, on as many ranks as wrote it).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
 }
 
 /// `sgmcmc vr-resgld`: its options and `--force`.
@@ -201,7 +212,11 @@ where
 }
 
 /// The flags `--resume` takes beside it, per command: how to run, never what runs.
-const RESUME_KEEPS: &[(&str, &[&str])] = &[("uci", &["jobs"]), ("mnist", &["stop_after", "quiet"])];
+const RESUME_KEEPS: &[(&str, &[&str])] = &[
+    ("uci", &["jobs"]),
+    ("mnist", &["stop_after", "quiet"]),
+    ("toy", &["stop_after", "quiet", "distributed"]),
+];
 
 /// The flags `--config` takes beside it where the file is a whole run's configuration (the
 /// `config.toml` a run wrote): where and how to run it, and the run's length and seeds.
@@ -296,6 +311,9 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     {
         return toy::hit_table::run_cli(p, a);
     }
+    if let Some(dir) = &a.resume {
+        return toy::resume::run_cli(a, dir);
+    }
     let cfg = toy_config(a)?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
@@ -306,40 +324,27 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     if let Some(note) = cfg.target.note() {
         println!("{note}");
     }
+    let persist = toy::resume::persist(a, &out, &cfg)?;
     if a.distributed {
-        return run_toy_distributed(a, &cfg, &out);
+        let ranks = crate::distributed::Ranks::join()?;
+        if ranks.rank() == 0
+            && let Err(e) = fresh_run_dir(&out, a.force.force, toy::report::FILES)
+        {
+            ranks.fail(&e, None);
+        }
+        return toy::resume::finish_distributed(&ranks, &cfg, &out, !a.quiet, persist);
     }
     fresh_run_dir(&out, a.force.force, toy::report::FILES)?;
-    let outcome = toy::run_toy(&cfg, !a.quiet)?;
-    report_toy(&cfg, &outcome, &out, None)
-}
-
-/// `toy --distributed`: every rank runs its chains; rank 0 prepares the run folder, gathers
-/// the samples and writes the outputs. A rank that fails ends the job.
-fn run_toy_distributed(
-    a: &ToyArgs,
-    cfg: &ToyConfig,
-    out: &std::path::Path,
-) -> Result<(), AppError> {
-    let ranks = crate::distributed::Ranks::join()?;
-    if ranks.rank() == 0
-        && let Err(e) = fresh_run_dir(out, a.force.force, toy::report::FILES)
-    {
-        ranks.fail(&e, None);
+    let outcome = toy::run::run_toy_on(&cfg, !a.quiet, None, persist)?;
+    match outcome {
+        Some(o) => toy::resume::report_or_stop(&cfg, &o, &out, None),
+        None => Ok(()),
     }
-    let outcome =
-        toy::run::run_toy_on(cfg, !a.quiet, Some(&ranks)).unwrap_or_else(|e| ranks.fail(&e, None));
-    if let Some(outcome) = outcome
-        && let Err(e) = report_toy(cfg, &outcome, out, Some(ranks.size()))
-    {
-        ranks.fail(&e, None);
-    }
-    Ok(())
 }
 
 /// Writes a toy run's outputs into `out` and prints its summary (`ranks`: of a distributed
 /// run).
-fn report_toy(
+pub(crate) fn report_toy(
     cfg: &ToyConfig,
     outcome: &toy::ToyOutcome,
     out: &std::path::Path,

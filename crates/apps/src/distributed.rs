@@ -129,6 +129,7 @@ pub fn diverged_chain(error: &RunError) -> Option<usize> {
 }
 
 /// Records the step a rank is about to take.
+#[derive(Default)]
 pub struct StepClock(Arc<AtomicU64>);
 
 impl<S: Sampler> Observer<S> for StepClock {

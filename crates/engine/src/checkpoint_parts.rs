@@ -104,14 +104,30 @@ pub fn write_part(
     Ok(part)
 }
 
+impl Manifest {
+    /// Errors unless the checkpoint lays out `chains_per_rank` chains (the same on every rank).
+    pub fn check_chains(&self, path: &Path, chains_per_rank: &[usize]) -> Result<(), RunError> {
+        if self.chains == chains_per_rank {
+            return Ok(());
+        }
+        Err(RunError::Malformed {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the checkpoint holds {:?} chains per rank, this run lays out {chains_per_rank:?}",
+                self.chains
+            ),
+        })
+    }
+}
+
 /// Reads this rank's part of the checkpoint whose manifest is at `path` (read on rank 0 and
-/// broadcast); errors, on every rank alike, when the run has another number of ranks or
-/// chains per rank than the one that wrote it.
+/// broadcast): the checkpoint, the part's path and the manifest. Errors, on every rank alike,
+/// when the run has another number of ranks than the one that wrote it; check the layout of
+/// the chains with [`Manifest::check_chains`] (a sampler also refuses a part of other chains).
 pub fn read_part(
     path: &Path,
     comm: &dyn Communicator,
-    chains_per_rank: &[usize],
-) -> Result<(Checkpoint, PathBuf), RunError> {
+) -> Result<(Checkpoint, PathBuf, Manifest), RunError> {
     let mut bytes = if comm.rank() == 0 {
         std::fs::read(path).unwrap_or_default()
     } else {
@@ -133,19 +149,13 @@ pub fn read_part(
             m.manifest
         )));
     }
-    if m.ranks != comm.size() {
+    if m.ranks != comm.size() || m.parts.len() != m.ranks || m.chains.len() != m.ranks {
         return Err(bad(format!(
             "the checkpoint was written by {} ranks and this run has {}: resume with `mpirun -np \
              {}`",
             m.ranks,
             comm.size(),
             m.ranks
-        )));
-    }
-    if m.chains != chains_per_rank || m.parts.len() != m.ranks {
-        return Err(bad(format!(
-            "the checkpoint holds {:?} chains per rank, this run lays out {chains_per_rank:?}",
-            m.chains
         )));
     }
     let part = path.with_file_name(&m.parts[comm.rank()]);
@@ -159,5 +169,5 @@ pub fn read_part(
             ),
         });
     }
-    Ok((c, part))
+    Ok((c, part, m))
 }

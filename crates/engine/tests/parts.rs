@@ -91,10 +91,8 @@ fn ranks_checkpoint_their_parts_and_resume_to_the_one_process_result() {
     assert_eq!(parts_on_disk(&dir), names, "the step-200 parts are gone");
 
     // Another number of ranks is refused on every rank, before anything runs.
-    let refused = on_ranks(4, |placement, comm| {
-        read_part(&path, comm.as_ref(), placement.layout().counts())
-            .err()
-            .map(|e| e.to_string())
+    let refused = on_ranks(4, |_, comm| {
+        read_part(&path, comm.as_ref()).err().map(|e| e.to_string())
     });
     for e in refused {
         let e = e.expect("refused");
@@ -103,7 +101,9 @@ fn ranks_checkpoint_their_parts_and_resume_to_the_one_process_result() {
 
     // The same two ranks resume to the end: the one-process run's positions and swaps.
     let finals = on_ranks(2, |placement, comm| {
-        let (c, part) = read_part(&path, comm.as_ref(), placement.layout().counts()).unwrap();
+        let (c, part, m) = read_part(&path, comm.as_ref()).unwrap();
+        m.check_chains(&path, placement.layout().counts()).unwrap();
+        assert!(m.check_chains(&path, &[3, 1]).is_err());
         let mut s = sampler(placement);
         Run::steps(STEPS)
             .checkpoints(Checkpoints::new(&path, 100).over_ranks(comm))

@@ -6,6 +6,7 @@ pub mod hit_table;
 pub mod presets;
 pub mod replica;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod target_spec;
 

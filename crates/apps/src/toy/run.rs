@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_engine::{Kept, Observer, Progress, Repeat, Run};
+use sgmcmc_engine::observer::{decode, encode};
+use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Observer, Progress, Repeat, Run, RunError};
 use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
@@ -56,6 +57,24 @@ pub struct ToyOutcome {
     pub replica: Option<ReplicaSummary>,
     /// The configuration of a contour run (its partition, field and zeta).
     pub contour: Option<ContourConfig>,
+    /// Whether the run stopped early at a checkpoint ([`Persist::stop_after`]) and has no
+    /// samples folded yet.
+    pub stopped: bool,
+}
+
+/// Checkpoints of a toy run: where, how often, where to stop, and what to continue from.
+#[derive(Default)]
+pub struct Persist {
+    /// The checkpoint file (the manifest of a distributed run).
+    pub path: std::path::PathBuf,
+    /// Steps between checkpoints (0: only at `stop_after`).
+    pub every: u64,
+    /// Stop after this many steps in all (a checkpoint is written there).
+    pub stop_after: Option<u64>,
+    /// The checkpoint to continue from, with this rank's part of a distributed one.
+    pub resume: Option<(Checkpoint, Option<std::path::PathBuf>)>,
+    /// The caller's record of the run, stored in every checkpoint ([`Checkpoint::meta`]).
+    pub meta: Vec<u8>,
 }
 
 /// Toy chains' points as one row-major `[P, d]` array.
@@ -145,18 +164,21 @@ pub fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, AppE
 
 /// Runs `cfg` and collects its samples. `show_progress` draws a progress bar.
 pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppError> {
-    let out = run_toy_on(cfg, show_progress, None)?;
+    let out = run_toy_on(cfg, show_progress, None, None)?;
     out.ok_or_else(|| AppError::Run("a one-process run has no outcome".into()))
 }
 
 /// Runs this rank's chains of `cfg` (all of them without `ranks`); the outcome, gathered from
 /// every rank, on rank 0 (`None` on the others). Rank `r` steps a contiguous block of chains
 /// with the random streams they have in one process, so the outcome is the one-process run's.
-/// A rank that fails ends the job ([`Ranks::fail`]).
+/// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
+/// rank its part) and may stop early or continue a checkpoint; the configuration is stored in
+/// every checkpoint ([`Persist::meta`]).
 pub fn run_toy_on(
     cfg: &ToyConfig,
     show_progress: bool,
     ranks: Option<&Ranks>,
+    persist: Option<Persist>,
 ) -> Result<Option<ToyOutcome>, AppError> {
     cfg.validate()?;
     let target = build_target(cfg)?;
@@ -176,18 +198,37 @@ pub fn run_toy_on(
         None => {
             let ens = HostEnsemble::new_part(target.clone(), mine, cfg.seed, here.start)?;
             let ens = Faulty::new(ens, fault);
-            drive(spec, ens, cfg, target, show_progress, placement, ranks)
+            drive(
+                spec,
+                ens,
+                cfg,
+                target,
+                show_progress,
+                placement,
+                ranks,
+                persist,
+            )
         }
         Some(device) => {
             let particles = Particles::from_rows(mine, &device)?;
             let ens =
                 ModuleEnsemble::new_part(target.clone(), vec![particles], cfg.seed, here.start)?;
             let ens = Faulty::new(ens, fault);
-            drive(spec, ens, cfg, target, show_progress, placement, ranks)
+            drive(
+                spec,
+                ens,
+                cfg,
+                target,
+                show_progress,
+                placement,
+                ranks,
+                persist,
+            )
         }
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn drive<E>(
     spec: SamplerSpec,
     ens: E,
@@ -196,6 +237,7 @@ fn drive<E>(
     show_progress: bool,
     placement: Placement,
     ranks: Option<&Ranks>,
+    persist: Option<Persist>,
 ) -> Result<Option<ToyOutcome>, AppError>
 where
     E: Ensemble<Batch = ()>,
@@ -218,10 +260,13 @@ where
         Coupling::Independent
     };
     let mut collector = Collector::new(cfg, &target, outputs, coupling);
-    if ranks.is_some() {
+    // Distributed and checkpointed runs record their samples and fold them at the end (in the
+    // order of a one-process run): the record travels to rank 0 and into checkpoints.
+    if ranks.is_some() || persist.is_some() {
         collector.record = Some(Record::default());
-        collector.plain_energies = matches!(sampler, AnySampler::Plain(_));
+        collector.plain_energies = ranks.is_some() && matches!(sampler, AnySampler::Plain(_));
     }
+    let comm = ranks.map(|r| std::sync::Arc::clone(r.comm()));
     let leader = ranks.is_none_or(|r| r.rank() == 0);
     let bar = progress::bar(
         cfg.iters,
@@ -229,14 +274,27 @@ where
         leader && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
     let mut progress = progress::report(&bar, 200);
-    let mut clock = ranks.map(Ranks::clock);
+    let mut clock = ranks.map_or_else(Default::default, Ranks::clock);
     let mut run = Run::steps(cfg.iters)
         .burn_in(cfg.burn_in())
         .thin(cfg.thin)
         .observe(&mut collector)
-        .observe(&mut progress);
-    if let Some(c) = clock.as_mut() {
-        run = run.observe(c);
+        .observe(&mut progress)
+        .observe(&mut clock);
+    if let Some(p) = persist {
+        let mut c = Checkpoints::new(p.path, p.every).with_meta(p.meta);
+        if let Some(comm) = comm {
+            c = c.over_ranks(comm);
+        }
+        run = run.checkpoints(c);
+        if let Some(n) = p.stop_after {
+            run = run.stop_after(n);
+        }
+        run = match p.resume {
+            Some((c, Some(part))) => run.resume_part(c, part),
+            Some((c, None)) => run.resume(c),
+            None => run,
+        };
     }
     let report = match (run.run(&mut sampler, &mut Repeat(())), ranks) {
         (Ok(r), _) => r,
@@ -247,11 +305,18 @@ where
         (Err(e), None) => return Err(e.into()),
     };
     bar.finish_and_clear();
-    if let Some(r) = ranks {
-        let record = collector.record.take().unwrap_or_default();
-        let gathered = r.gather(&record).unwrap_or_else(|e| r.fail(&e, None));
-        let Some(records) = gathered else {
-            return Ok(None);
+    if report.stopped && ranks.is_some_and(|r| r.rank() != 0) {
+        return Ok(None);
+    }
+    if let Some(record) = collector.record.take()
+        && !report.stopped
+    {
+        let records = match ranks {
+            Some(r) => match r.gather(&record).unwrap_or_else(|e| r.fail(&e, None)) {
+                Some(all) => all,
+                None => return Ok(None),
+            },
+            None => vec![record],
         };
         collector.replay(&records);
     }
@@ -284,6 +349,7 @@ where
             .map(|r| ReplicaSummary::of(r, cfg.iters)),
         contour,
         replica_trace,
+        stopped: report.stopped,
     }))
 }
 
@@ -469,6 +535,30 @@ where
                     .collect(),
             );
         }
+        Ok(())
+    }
+
+    fn save(&self) -> Result<Vec<u8>, RunError> {
+        encode(&(
+            &self.record,
+            &self.metrics,
+            &self.theta_trace,
+            &self.replica_trace,
+        ))
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
+        type State = (Option<Record>, Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+        let (record, metrics, theta_trace, replica_trace): State = decode(state)?;
+        if self.record.is_some() != record.is_some() {
+            return Err(RunError::Observer(
+                "the checkpoint's samples were not recorded for a resumable run".into(),
+            ));
+        }
+        self.record = record;
+        self.metrics = metrics;
+        self.theta_trace = theta_trace;
+        self.replica_trace = replica_trace;
         Ok(())
     }
 
