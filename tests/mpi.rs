@@ -9,6 +9,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::cli::{sgmcmc, tmp};
@@ -29,8 +30,13 @@ fn mpirun(np: usize, args: &[&str]) -> Command {
     c
 }
 
+/// One MPI job at a time: the tests run on threads, and concurrent jobs of 4 busy-polling
+/// ranks on 2 cores would slow each other tenfold.
+static ONE_JOB: Mutex<()> = Mutex::new(());
+
 /// Runs `cmd` to its end, killing it after `limit`; the output and the time it took.
 fn run_within(mut cmd: Command, limit: Duration) -> (Output, Duration) {
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
     let start = Instant::now();
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -189,85 +195,60 @@ fn fails_naming(np: usize, args: &[&str], limit: Duration, needle: &str) -> Stri
     err
 }
 
+/// A distributed toy run of `preset` on `np` ranks with the config `toml` (a `[fault]`), which
+/// must fail within 30 s naming `needle`; its stderr.
+fn faulty_run(dir: &Path, name: &str, preset: &str, np: usize, toml: &str, needle: &str) -> String {
+    let f = config(dir, &format!("{name}.toml"), toml)
+        .to_string_lossy()
+        .into_owned();
+    let out = dir.join(name).to_string_lossy().into_owned();
+    let args = [
+        "toy",
+        "--preset",
+        preset,
+        "--config",
+        &f,
+        "--distributed",
+        "--quiet",
+        "--out",
+        &out,
+    ];
+    fails_naming(np, &args, Duration::from_secs(30), needle)
+}
+
 #[test]
 fn a_failing_rank_stops_the_job_with_its_rank_and_step() {
     let dir = tmp("mpi-faults");
-    let limit = Duration::from_secs(30);
     // Rank 2 of 4 diverges at step 3000 of a DEO* run: every rank sees the gathered NaN, rank
     // 2 names itself and aborts, the others wait for it.
-    let fault = config(
+    let err = faulty_run(
         &dir,
-        "diverge.toml",
-        "[fault]\nrank = 2\nstep = 3000\nkind = \"diverge\"\n",
-    );
-    let f = fault.to_string_lossy().into_owned();
-    let out = dir.join("diverge").to_string_lossy().into_owned();
-    let args = [
-        "toy",
-        "--preset",
+        "diverge",
         "deo-sgd-25-mode",
-        "--config",
-        &f,
-        "--distributed",
-        "--quiet",
-        "--out",
-        &out,
-    ];
-    let err = fails_naming(
         4,
-        &args,
-        limit,
+        "[fault]\nrank = 2\nstep = 3000\nkind = \"diverge\"\n",
         "error: rank 2 of 4 at step 3000: chain 8 diverged",
     );
     assert_eq!(err.matches("error: rank").count(), 1, "one line: {err}");
-
     // Independent chains exchange nothing while they run: rank 1's divergence is its own.
-    let fault = config(
+    faulty_run(
         &dir,
-        "diverge-plain.toml",
-        "[fault]\nrank = 1\nstep = 100\nkind = \"diverge\"\n",
-    );
-    let f = fault.to_string_lossy().into_owned();
-    let out = dir.join("plain").to_string_lossy().into_owned();
-    let args = [
-        "toy",
-        "--preset",
+        "plain",
         "bimodal-sgld",
-        "--config",
-        &f,
-        "--distributed",
-        "--quiet",
-        "--out",
-        &out,
-    ];
-    fails_naming(
         2,
-        &args,
-        limit,
+        "[fault]\nrank = 1\nstep = 100\nkind = \"diverge\"\n",
         "error: rank 1 of 2 at step 100: chain 4 diverged",
     );
-
     // Rank 1 is killed (SIGKILL) mid-run of a run far longer than the limit: mpirun notices
     // and ends the job instead of leaving the others waiting in their next exchange.
-    let fault = config(
+    faulty_run(
         &dir,
-        "kill.toml",
-        "iters = 100000000\n[fault]\nrank = 1\nstep = 2000\nkind = \"kill\"\n",
-    );
-    let f = fault.to_string_lossy().into_owned();
-    let out = dir.join("kill").to_string_lossy().into_owned();
-    let args = [
-        "toy",
-        "--preset",
+        "kill",
         "deo-sgd-25-mode",
-        "--config",
-        &f,
-        "--distributed",
-        "--quiet",
-        "--out",
-        &out,
-    ];
-    fails_naming(4, &args, limit, "rank 1");
+        4,
+        "iters = 100000000\n[fault]\nrank = 1\nstep = 2000\nkind = \"kill\"\n",
+        "rank 1",
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -194,55 +194,53 @@ pub fn run_toy_on(
     let here = placement.here();
     let mine = &starts[here.clone()];
     let fault = cfg.fault.filter(|f| f.rank == placement.rank());
+    let job = Job {
+        spec,
+        cfg,
+        target: target.clone(),
+        show_progress,
+        placement: placement.clone(),
+        ranks,
+        persist,
+    };
     match cfg.device.device()? {
         None => {
-            let ens = HostEnsemble::new_part(target.clone(), mine, cfg.seed, here.start)?;
-            let ens = Faulty::new(ens, fault);
-            drive(
-                spec,
-                ens,
-                cfg,
-                target,
-                show_progress,
-                placement,
-                ranks,
-                persist,
-            )
+            let ens = HostEnsemble::new_part(target, mine, cfg.seed, here.start)?;
+            drive(job, Faulty::new(ens, fault))
         }
         Some(device) => {
             let particles = Particles::from_rows(mine, &device)?;
-            let ens =
-                ModuleEnsemble::new_part(target.clone(), vec![particles], cfg.seed, here.start)?;
-            let ens = Faulty::new(ens, fault);
-            drive(
-                spec,
-                ens,
-                cfg,
-                target,
-                show_progress,
-                placement,
-                ranks,
-                persist,
-            )
+            let ens = ModuleEnsemble::new_part(target, vec![particles], cfg.seed, here.start)?;
+            drive(job, Faulty::new(ens, fault))
         }
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn drive<E>(
+/// What a toy run drives its chains with, whatever ensemble holds them.
+struct Job<'a> {
     spec: SamplerSpec,
-    ens: E,
-    cfg: &ToyConfig,
+    cfg: &'a ToyConfig,
     target: ToyTarget,
     show_progress: bool,
     placement: Placement,
-    ranks: Option<&Ranks>,
+    ranks: Option<&'a Ranks>,
     persist: Option<Persist>,
-) -> Result<Option<ToyOutcome>, AppError>
+}
+
+fn drive<E>(job: Job<'_>, ens: E) -> Result<Option<ToyOutcome>, AppError>
 where
     E: Ensemble<Batch = ()>,
     E::Snapshot: ToyPoints,
 {
+    let Job {
+        spec,
+        cfg,
+        target,
+        show_progress,
+        placement,
+        ranks,
+        persist,
+    } = job;
     let contour = match &spec {
         SamplerSpec::Contour(c) => Some(c.clone()),
         _ => None,
