@@ -18,7 +18,7 @@ use burn::nn::pool::MaxPool2dConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, activation};
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use sgmcmc::apps::bench::cnn_workload;
+use sgmcmc::apps::bench::{cnn_workload, cpu_ns};
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::models::conv_gemm::{conv_pool_relu_nhwc, conv2d_nhwc};
 use sgmcmc::models::posterior::Batch;
@@ -31,18 +31,6 @@ use std::time::{Duration, Instant};
 /// Wall-clock time, or with `cpu` the on-CPU time of all threads of this process.
 struct Clock {
     cpu: bool,
-}
-
-/// On-CPU nanoseconds of all threads of this process (first field of each thread's
-/// `schedstat`).
-fn cpu_ns() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
 }
 
 impl Measurement for Clock {

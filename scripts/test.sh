@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test suite on every backend: flex, ndarray and wgpu (a software Vulkan device when there
-# is no GPU). One build, one profile, all features; the target directory is cached outside the
-# clone.
+# is no GPU), and the distributed runs under `mpirun` (feature `mpi`, tests/mpi.rs: 4 ranks on
+# this machine). One build, one profile, all features; the target directory is cached outside
+# the clone. The default build (no `--all-features`) needs no MPI library.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sgmcmc-target}"

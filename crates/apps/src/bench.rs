@@ -63,6 +63,11 @@ pub struct BenchArgs {
     /// Run directory.
     #[arg(long, default_value = "runs/bench")]
     pub out: PathBuf,
+    /// Measure chains spread over the ranks of `mpirun` instead (feature `mpi`): the swap round
+    /// of DEO* for 4 and 8 chains, 4 independent CNN chains over the ranks against threads, and
+    /// the coupling's share of a ResNet20 step ([`crate::bench_distributed`]).
+    #[arg(long)]
+    pub distributed: bool,
     /// Replacing an earlier run in `--out`.
     #[command(flatten)]
     pub force: output::Force,
@@ -88,26 +93,41 @@ impl BenchArgs {
     }
 }
 
+/// One measured figure (a rate, or a time where its name says so).
 #[derive(Serialize)]
-struct Figure {
-    name: String,
-    per_second: f64,
+pub(crate) struct Figure {
+    pub(crate) name: String,
+    pub(crate) per_second: f64,
 }
 
 /// A measured amount that is not a rate (memory).
 #[derive(Serialize)]
-struct Amount {
+pub(crate) struct Amount {
     name: String,
     value: f64,
 }
 
+/// `summary.json` of a benchmark run.
 #[derive(Serialize)]
-struct BenchSummary {
+pub(crate) struct BenchSummary {
     #[serde(flatten)]
-    header: RunHeader,
-    figures: Vec<Figure>,
-    ratios: Vec<Figure>,
-    memory: Vec<Amount>,
+    pub(crate) header: RunHeader,
+    pub(crate) figures: Vec<Figure>,
+    pub(crate) ratios: Vec<Figure>,
+    pub(crate) memory: Vec<Amount>,
+}
+
+/// On-CPU nanoseconds of all threads of this process (first field of each thread's
+/// `schedstat`; Linux, 0 elsewhere): with wall time, what a measurement cost this process
+/// whatever its neighbours did.
+pub fn cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// The MLP benchmark: 13-50-1 ReLU network, batch 50 of random regression data, Gaussian
@@ -655,6 +675,9 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             "--seconds must be finite and > 0, got {}",
             a.seconds
         )));
+    }
+    if a.distributed {
+        return crate::bench_distributed::run(a);
     }
     let start = Instant::now();
     let device = a.device.device()?.ok_or_else(|| {

@@ -137,6 +137,21 @@ pub struct ToyArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 4
+    /// sgmcmc toy --preset deo-sgd-25-mode --distributed`. Rank 0 writes the run folder.
+    #[arg(long)]
+    pub distributed: bool,
+    /// Write a checkpoint every this many steps into the run folder (`checkpoint.cbor`; with
+    /// `--distributed` a manifest and one part per rank).
+    #[arg(long)]
+    pub checkpoint_every: Option<u64>,
+    /// Stop after this many steps, writing a checkpoint (continue with `--resume`).
+    #[arg(long)]
+    pub stop_after: Option<u64>,
+    /// Continue the checkpointed run in this folder with the settings it recorded (with
+    /// `--distributed`, on as many ranks as wrote it).
+    #[arg(long)]
+    pub resume: Option<PathBuf>,
 }
 
 /// `sgmcmc vr-resgld`: its options and `--force`.
@@ -205,6 +220,7 @@ const RESUME_KEEPS: &[(&str, &[&str])] = &[
     ("uci", &["jobs"]),
     ("mnist", &["stop_after", "quiet"]),
     ("images", &["stop_after", "quiet"]),
+    ("toy", &["stop_after", "quiet", "distributed"]),
 ];
 
 /// The flags `--config` takes beside it where the file is a whole run's configuration (the
@@ -306,6 +322,9 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     {
         return toy::hit_table::run_cli(p, a);
     }
+    if let Some(dir) = &a.resume {
+        return toy::resume::run_cli(a, dir);
+    }
     let cfg = toy_config(a)?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
@@ -316,12 +335,37 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     if let Some(note) = cfg.target.note() {
         println!("{note}");
     }
+    let persist = toy::resume::persist(a, &out, &cfg)?;
+    if a.distributed {
+        let ranks = crate::distributed::Ranks::join()?;
+        if ranks.rank() == 0
+            && let Err(e) = fresh_run_dir(&out, a.force.force, toy::report::FILES)
+        {
+            ranks.fail(&e, None);
+        }
+        return toy::resume::finish_distributed(&ranks, &cfg, &out, !a.quiet, persist);
+    }
     fresh_run_dir(&out, a.force.force, toy::report::FILES)?;
-    let outcome = toy::run_toy(&cfg, !a.quiet)?;
-    let summary = toy::report::summarize(&cfg, &outcome)?;
-    toy::report::write_outputs(&out, &cfg, &outcome, &summary)?;
+    let outcome = toy::run::run_toy_on(&cfg, !a.quiet, None, persist)?;
+    match outcome {
+        Some(o) => toy::resume::report_or_stop(&cfg, &o, &out, None),
+        None => Ok(()),
+    }
+}
+
+/// Writes a toy run's outputs into `out` and prints its summary (`ranks`: of a distributed
+/// run).
+pub(crate) fn report_toy(
+    cfg: &ToyConfig,
+    outcome: &toy::ToyOutcome,
+    out: &std::path::Path,
+    ranks: Option<usize>,
+) -> Result<(), AppError> {
+    let summary = toy::report::summarize(cfg, outcome)?;
+    toy::report::write_outputs(out, cfg, outcome, &summary)?;
+    let over = ranks.map_or(String::new(), |r| format!(" over {r} ranks"));
     println!(
-        "{} on {}: {} chains x {} iters in {:.2} s ({:.0} chain-steps/s)",
+        "{} on {}: {} chains{over} x {} iters in {:.2} s ({:.0} chain-steps/s)",
         cfg.sampler.name,
         cfg.target,
         cfg.chains,

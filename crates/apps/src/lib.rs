@@ -6,12 +6,14 @@
 
 pub mod bandit;
 pub mod bench;
+pub mod bench_distributed;
 pub mod cli;
 pub mod data_cmd;
 pub mod data_record;
 pub mod demo;
 pub mod device;
 pub mod digits;
+pub mod distributed;
 pub mod error;
 pub mod images;
 pub mod mnist;

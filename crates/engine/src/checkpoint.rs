@@ -3,9 +3,11 @@
 //! continues from one bit for bit.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::checkpoint::SamplerState;
+use sgmcmc_samplers::comm::Communicator;
 
 use crate::error::RunError;
 use crate::fs::write_atomic;
@@ -60,14 +62,28 @@ impl Checkpoint {
 }
 
 /// When and where a run writes checkpoints.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct Checkpoints {
-    /// The checkpoint file (replaced at every checkpoint).
+    /// The checkpoint file (replaced at every checkpoint); with ranks, the manifest
+    /// ([`crate::checkpoint_parts`]).
     pub path: PathBuf,
     /// Steps between checkpoints (0: only when the run stops early).
     pub every: u64,
     /// The caller's settings, stored in every checkpoint ([`Checkpoint::meta`]).
     pub meta: Vec<u8>,
+    /// The ranks of a distributed run: each writes its part, rank 0 the manifest.
+    pub ranks: Option<Arc<dyn Communicator>>,
+}
+
+impl std::fmt::Debug for Checkpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoints")
+            .field("path", &self.path)
+            .field("every", &self.every)
+            .field("meta", &self.meta.len())
+            .field("ranks", &self.ranks.as_ref().map(|c| c.size()))
+            .finish()
+    }
 }
 
 impl Checkpoints {
@@ -77,6 +93,16 @@ impl Checkpoints {
             path: path.into(),
             every,
             meta: Vec::new(),
+            ranks: None,
+        }
+    }
+
+    /// Checkpoints of a run over the ranks of `comm`: each rank writes its part, rank 0 the
+    /// manifest at [`Checkpoints::path`] ([`crate::checkpoint_parts`]).
+    pub fn over_ranks(self, comm: Arc<dyn Communicator>) -> Self {
+        Self {
+            ranks: Some(comm),
+            ..self
         }
     }
 

@@ -21,9 +21,12 @@
 
 pub mod batches;
 pub mod checkpoint;
+pub mod checkpoint_parts;
 pub mod error;
 pub mod fs;
 pub mod init;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod observer;
 pub mod observers;
 pub mod posterior;

@@ -50,16 +50,28 @@ impl Progress {
 pub struct Kept<'a, X> {
     /// The step whose pre-move points these are.
     pub step: u64,
-    /// Every chain's point before the step ([`Ensemble::Snapshot`]: modules for burn chains,
-    /// positions for host chains).
+    /// The point before the step of every chain this process steps ([`Ensemble::Snapshot`]:
+    /// modules for burn chains, positions for host chains): chain `c` at index `c -
+    /// first_chain`.
     pub points: &'a X,
-    /// The chains whose points are samples of the target: all of them, or for replica exchange
-    /// the one on rung 0 after the step's swaps.
+    /// Global index of the first chain in `points` (0 in one process; a rank's first chain
+    /// when the chains are spread over ranks, [`sgmcmc_samplers::comm`]).
+    pub first_chain: usize,
+    /// The global indices of the chains whose points are samples of the target, among this
+    /// process's: all of them, or for replica exchange the one on rung 0 after the step's swaps
+    /// (if this process steps it).
     pub chains: &'a [usize],
-    /// `ln` importance weight of every chain's point (0 for plain samplers).
+    /// `ln` importance weight of every chain's point, by global index (0 for plain samplers).
     pub log_weights: &'a [f64],
     /// The step's report.
     pub report: &'a StepReport,
+}
+
+impl<X> Kept<'_, X> {
+    /// The index in [`Kept::points`] of global chain `chain`.
+    pub fn index(&self, chain: usize) -> usize {
+        chain - self.first_chain
+    }
 }
 
 /// The snapshot type of a sampler's chains.

@@ -12,7 +12,7 @@
 //! starts from the sampler's own step counter, so [`Run::resume`] only has to restore the
 //! sampler and the observers.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use sgmcmc_samplers::collect::Thinning;
@@ -22,6 +22,7 @@ use sgmcmc_samplers::sampler::Sampler;
 
 use crate::batches::BatchSource;
 use crate::checkpoint::{Checkpoint, Checkpoints, VERSION};
+use crate::checkpoint_parts::write_part;
 use crate::error::RunError;
 use crate::observer::{Kept, Observer, Points, Progress};
 
@@ -99,6 +100,8 @@ pub struct Run<'a, S: Sampler> {
     checkpoints: Option<Checkpoints>,
     resume: Option<Checkpoint>,
     stop_after: Option<u64>,
+    /// This rank's part of the last checkpoint of a distributed run (deleted after the next).
+    last_part: Option<PathBuf>,
 }
 
 impl<'a, S: Sampler> Run<'a, S> {
@@ -114,6 +117,7 @@ impl<'a, S: Sampler> Run<'a, S> {
             checkpoints: None,
             resume: None,
             stop_after: None,
+            last_part: None,
         }
     }
 
@@ -179,6 +183,14 @@ impl<'a, S: Sampler> Run<'a, S> {
         self
     }
 
+    /// Continues from this rank's part of a distributed checkpoint
+    /// ([`crate::checkpoint_parts::read_part`]); the part is deleted after the next checkpoint.
+    pub fn resume_part(mut self, checkpoint: Checkpoint, part: PathBuf) -> Self {
+        self.resume = Some(checkpoint);
+        self.last_part = Some(part);
+        self
+    }
+
     /// Stops once `steps` steps are done in all, writing a checkpoint there if checkpoints are
     /// on.
     pub fn stop_after(mut self, steps: u64) -> Self {
@@ -204,7 +216,8 @@ impl<'a, S: Sampler> Run<'a, S> {
         }
         let wants_points = self.observers.iter().any(|o| o.wants_points());
         let mut points = Points::<S>::default();
-        let mut chains = Vec::with_capacity(sampler.n_chains());
+        let local = sampler.local_chains();
+        let mut chains = Vec::with_capacity(local.len());
         let mut at = Progress {
             step: start,
             total,
@@ -237,13 +250,20 @@ impl<'a, S: Sampler> Run<'a, S> {
             if keep && report.phase != Some(Phase::Exploration) {
                 chains.clear();
                 if report.rungs.is_empty() {
-                    chains.extend(0..sampler.n_chains());
+                    chains.extend(local.clone());
                 } else {
-                    chains.extend(report.rungs.iter().position(|r| *r == 0));
+                    chains.extend(
+                        report
+                            .rungs
+                            .iter()
+                            .position(|r| *r == 0)
+                            .filter(|c| local.contains(c)),
+                    );
                 }
                 let kept = Kept {
                     step: k,
                     points: &points,
+                    first_chain: local.start,
                     chains: &chains,
                     log_weights: &report.log_weights,
                     report,
@@ -329,15 +349,24 @@ impl<'a, S: Sampler> Run<'a, S> {
             o.flush()?;
             observers.push(o.save()?);
         }
-        Checkpoint {
+        let checkpoint = Checkpoint {
             version: VERSION,
             next_step: done,
             total_steps: total,
             sampler: sampler.state()?,
             observers,
             meta: c.meta.clone(),
+        };
+        match &c.ranks {
+            None => checkpoint.write(&c.path),
+            Some(comm) => {
+                let chains = sampler.local_chains().len();
+                let previous = self.last_part.as_deref();
+                let part = write_part(&checkpoint, &c.path, comm.as_ref(), chains, previous)?;
+                self.last_part = Some(part);
+                Ok(())
+            }
         }
-        .write(&c.path)
     }
 
     fn restore(&mut self, sampler: &mut S, c: Checkpoint, total: u64) -> Result<(), RunError> {

@@ -136,9 +136,26 @@ pub struct ReductionState {
     pub stats: ReductionStats,
 }
 
-/// A sampler's full state.
+/// Which chains a state holds: `local` chains from global index `first`, of `total` over all
+/// ranks of a distributed run (`first = 0`, `local = total` in one process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainSpan {
+    /// Global index of the first chain.
+    pub first: usize,
+    /// Chains held.
+    pub local: usize,
+    /// Chains over all ranks.
+    pub total: usize,
+}
+
+/// A sampler's full state. In a distributed run each rank's state holds its own chains and a
+/// copy of the replicated algorithm state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SamplerState {
+    /// The chains this state holds (`None` in checkpoints written before runs could be
+    /// distributed: all of them).
+    #[serde(default)]
+    pub chains: Option<ChainSpan>,
     /// Steps done.
     pub step: u64,
     /// Negative-multiplier moves so far (contour samplers).

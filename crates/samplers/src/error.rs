@@ -47,6 +47,9 @@ pub enum SamplerError {
     /// The target failed to produce an estimate.
     #[error(transparent)]
     Target(#[from] TargetError),
+    /// The ranks of a distributed run could not exchange their values ([`crate::comm`]).
+    #[error("{0}")]
+    Communication(String),
 }
 
 /// Errors raised by targets (energies and gradients).

@@ -16,11 +16,15 @@
 //! ([`ensemble::HostEnsemble`], the tensor-free fast path for analytic toy targets).
 //! [`density`] defines what a sampler consumes: stochastic energies and gradients at full-data scale.
 //!
+//! Coupled samplers can spread their chains over processes: [`comm`] holds the communicator
+//! they exchange energies through (in-process by default, MPI in `sgmcmc-engine`).
+//!
 //! Only scalars cross between the control layer and the tensors: energies go up, step sizes come
 //! down. That keeps every sampler unchanged across burn devices (flex, ndarray, wgpu).
 
 pub mod checkpoint;
 pub mod collect;
+pub mod comm;
 pub mod control;
 pub mod density;
 pub mod diagnostics;

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::density::toy::Noise;
 use sgmcmc_samplers::registry::SamplerSettings;
 
+use super::fault::Fault;
 use super::target_spec::TargetChoice;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
@@ -50,6 +51,11 @@ pub struct ToyConfig {
     pub log_points: u64,
     /// At most this many samples go to `samples.csv` and the plot.
     pub max_plot_samples: usize,
+    /// A fault on purpose (tests of distributed runs): `{ rank = 1, step = 500, kind =
+    /// "diverge" }` makes rank 1's first chain report a NaN energy from step 500 on; `kind =
+    /// "kill"` makes the rank's process SIGKILL itself there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<Fault>,
 }
 
 /// The toys' sampler defaults: the registry's, with the toys' stochastic-approximation steps
@@ -79,6 +85,7 @@ impl Default for ToyConfig {
             energy_noise: None,
             log_points: 1000,
             max_plot_samples: 20_000,
+            fault: None,
         }
     }
 }

@@ -1,10 +1,12 @@
 //! `sgmcmc toy`: samplers on the papers' analytic targets.
 
 pub mod config;
+pub mod fault;
 pub mod hit_table;
 pub mod presets;
 pub mod replica;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod target_spec;
 

@@ -3,8 +3,11 @@
 
 use std::borrow::Cow;
 
-use sgmcmc_engine::{Kept, Observer, Progress, Repeat, Run};
+use serde::{Deserialize, Serialize};
+use sgmcmc_engine::observer::{decode, encode};
+use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Observer, Progress, Repeat, Run, RunError};
 use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
+use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::density::toy::{self, NoiseModel, ToyTarget};
 use sgmcmc_samplers::diagnostics::Coupling;
@@ -14,7 +17,9 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
 
 use super::config::{Init, ToyConfig};
+use super::fault::Faulty;
 use super::replica::{ReplicaSummary, trace_row};
+use crate::distributed::{Ranks, diverged_chain};
 use crate::error::AppError;
 use crate::progress;
 
@@ -52,6 +57,24 @@ pub struct ToyOutcome {
     pub replica: Option<ReplicaSummary>,
     /// The configuration of a contour run (its partition, field and zeta).
     pub contour: Option<ContourConfig>,
+    /// Whether the run stopped early at a checkpoint ([`Persist::stop_after`]) and has no
+    /// samples folded yet.
+    pub stopped: bool,
+}
+
+/// Checkpoints of a toy run: where, how often, where to stop, and what to continue from.
+#[derive(Default)]
+pub struct Persist {
+    /// The checkpoint file (the manifest of a distributed run).
+    pub path: std::path::PathBuf,
+    /// Steps between checkpoints (0: only at `stop_after`).
+    pub every: u64,
+    /// Stop after this many steps in all (a checkpoint is written there).
+    pub stop_after: Option<u64>,
+    /// The checkpoint to continue from, with this rank's part of a distributed one.
+    pub resume: Option<(Checkpoint, Option<std::path::PathBuf>)>,
+    /// The caller's record of the run, stored in every checkpoint ([`Checkpoint::meta`]).
+    pub meta: Vec<u8>,
 }
 
 /// Toy chains' points as one row-major `[P, d]` array.
@@ -141,6 +164,22 @@ pub fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, AppE
 
 /// Runs `cfg` and collects its samples. `show_progress` draws a progress bar.
 pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppError> {
+    let out = run_toy_on(cfg, show_progress, None, None)?;
+    out.ok_or_else(|| AppError::Run("a one-process run has no outcome".into()))
+}
+
+/// Runs this rank's chains of `cfg` (all of them without `ranks`); the outcome, gathered from
+/// every rank, on rank 0 (`None` on the others). Rank `r` steps a contiguous block of chains
+/// with the random streams they have in one process, so the outcome is the one-process run's.
+/// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
+/// rank its part) and may stop early or continue a checkpoint; the configuration is stored in
+/// every checkpoint ([`Persist::meta`]).
+pub fn run_toy_on(
+    cfg: &ToyConfig,
+    show_progress: bool,
+    ranks: Option<&Ranks>,
+    persist: Option<Persist>,
+) -> Result<Option<ToyOutcome>, AppError> {
     cfg.validate()?;
     let target = build_target(cfg)?;
     let starts = starts(cfg, &target)?;
@@ -148,35 +187,66 @@ pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppEr
         .chains(cfg.chains)
         .min_energy(min_energy(&target, &starts));
     let spec = cfg.sampler.spec(&ctx)?;
+    let placement = match ranks {
+        Some(r) => r.placement(cfg.chains)?,
+        None => Placement::local(cfg.chains),
+    };
+    let here = placement.here();
+    let mine = &starts[here.clone()];
+    let fault = cfg.fault.filter(|f| f.rank == placement.rank());
+    let job = Job {
+        spec,
+        cfg,
+        target: target.clone(),
+        show_progress,
+        placement: placement.clone(),
+        ranks,
+        persist,
+    };
     match cfg.device.device()? {
         None => {
-            let ens = HostEnsemble::new(target.clone(), &starts, cfg.seed)?;
-            drive(spec, ens, cfg, target, show_progress)
+            let ens = HostEnsemble::new_part(target, mine, cfg.seed, here.start)?;
+            drive(job, Faulty::new(ens, fault))
         }
         Some(device) => {
-            let particles = Particles::from_rows(&starts, &device)?;
-            let ens = ModuleEnsemble::new(target.clone(), vec![particles], cfg.seed)?;
-            drive(spec, ens, cfg, target, show_progress)
+            let particles = Particles::from_rows(mine, &device)?;
+            let ens = ModuleEnsemble::new_part(target, vec![particles], cfg.seed, here.start)?;
+            drive(job, Faulty::new(ens, fault))
         }
     }
 }
 
-fn drive<E>(
+/// What a toy run drives its chains with, whatever ensemble holds them.
+struct Job<'a> {
     spec: SamplerSpec,
-    ens: E,
-    cfg: &ToyConfig,
+    cfg: &'a ToyConfig,
     target: ToyTarget,
     show_progress: bool,
-) -> Result<ToyOutcome, AppError>
+    placement: Placement,
+    ranks: Option<&'a Ranks>,
+    persist: Option<Persist>,
+}
+
+fn drive<E>(job: Job<'_>, ens: E) -> Result<Option<ToyOutcome>, AppError>
 where
     E: Ensemble<Batch = ()>,
     E::Snapshot: ToyPoints,
 {
+    let Job {
+        spec,
+        cfg,
+        target,
+        show_progress,
+        placement,
+        ranks,
+        persist,
+    } = job;
     let contour = match &spec {
         SamplerSpec::Contour(c) => Some(c.clone()),
         _ => None,
     };
-    let mut sampler = spec.build(ens, cfg.seed)?;
+    let layout = placement.layout().clone();
+    let mut sampler = spec.build_placed(ens, cfg.seed, placement)?;
     let outputs = if sampler.as_replica().is_some() {
         1
     } else {
@@ -188,20 +258,66 @@ where
         Coupling::Independent
     };
     let mut collector = Collector::new(cfg, &target, outputs, coupling);
-    let c = &mut collector;
+    // Distributed and checkpointed runs record their samples and fold them at the end (in the
+    // order of a one-process run): the record travels to rank 0 and into checkpoints.
+    if ranks.is_some() || persist.is_some() {
+        collector.record = Some(Record::default());
+        collector.plain_energies = ranks.is_some() && matches!(sampler, AnySampler::Plain(_));
+    }
+    let comm = ranks.map(|r| std::sync::Arc::clone(r.comm()));
+    let leader = ranks.is_none_or(|r| r.rank() == 0);
     let bar = progress::bar(
         cfg.iters,
         &cfg.sampler.name,
-        show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
+        leader && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
     let mut progress = progress::report(&bar, 200);
-    let report = Run::steps(cfg.iters)
+    let mut clock = ranks.map_or_else(Default::default, Ranks::clock);
+    let mut run = Run::steps(cfg.iters)
         .burn_in(cfg.burn_in())
         .thin(cfg.thin)
-        .observe(c)
+        .observe(&mut collector)
         .observe(&mut progress)
-        .run(&mut sampler, &mut Repeat(()))?;
+        .observe(&mut clock);
+    if let Some(p) = persist {
+        let mut c = Checkpoints::new(p.path, p.every).with_meta(p.meta);
+        if let Some(comm) = comm {
+            c = c.over_ranks(comm);
+        }
+        run = run.checkpoints(c);
+        if let Some(n) = p.stop_after {
+            run = run.stop_after(n);
+        }
+        run = match p.resume {
+            Some((c, Some(part))) => run.resume_part(c, part),
+            Some((c, None)) => run.resume(c),
+            None => run,
+        };
+    }
+    let report = match (run.run(&mut sampler, &mut Repeat(())), ranks) {
+        (Ok(r), _) => r,
+        (Err(e), Some(r)) => {
+            let chain = diverged_chain(&e);
+            r.fail(&e.into(), chain.map(|c| (c, &layout)))
+        }
+        (Err(e), None) => return Err(e.into()),
+    };
     bar.finish_and_clear();
+    if report.stopped && ranks.is_some_and(|r| r.rank() != 0) {
+        return Ok(None);
+    }
+    if let Some(record) = collector.record.take()
+        && !report.stopped
+    {
+        let records = match ranks {
+            Some(r) => match r.gather(&record).unwrap_or_else(|e| r.fail(&e, None)) {
+                Some(all) => all,
+                None => return Ok(None),
+            },
+            None => vec![record],
+        };
+        collector.replay(&records);
+    }
     let Collector {
         modes,
         mean,
@@ -213,7 +329,7 @@ where
         replica_trace,
         ..
     } = collector;
-    Ok(ToyOutcome {
+    Ok(Some(ToyOutcome {
         target,
         modes,
         mean,
@@ -231,14 +347,29 @@ where
             .map(|r| ReplicaSummary::of(r, cfg.iters)),
         contour,
         replica_trace,
-    })
+        stopped: report.stopped,
+    }))
+}
+
+/// What a rank of a distributed run keeps for rank 0: its kept samples, in step and chain
+/// order, and, for independent chains (which exchange nothing while they run), its chains'
+/// energies at the log points.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Record {
+    /// `(step, global chain)` of each sample.
+    keys: Vec<(u64, usize)>,
+    /// Each sample's importance weight.
+    weights: Vec<f64>,
+    /// The samples' points, row-major.
+    points: Vec<f64>,
+    /// This rank's chains' energies at each log point, row after row.
+    log_energies: Vec<Vec<f64>>,
 }
 
 /// The toy's observer: mode traces, means and traces of the kept samples, plot samples, and
 /// the metrics, theta and replica rows at the log points.
 struct Collector<'t> {
     dim: usize,
-    chains: usize,
     iters: u64,
     mode_map: Option<&'t dyn toy::ModeMap>,
     modes: Option<ModeTraces>,
@@ -253,6 +384,10 @@ struct Collector<'t> {
     snapshot_every: u64,
     theta_trace: Vec<Vec<f64>>,
     replica_trace: Vec<Vec<f64>>,
+    /// A rank of a distributed run records its samples for rank 0 instead of folding them.
+    record: Option<Record>,
+    /// Whether the energies of the log rows must be gathered at the end (independent chains).
+    plain_energies: bool,
 }
 
 impl<'t> Collector<'t> {
@@ -261,7 +396,6 @@ impl<'t> Collector<'t> {
         let mode_map = target.potential().modes();
         Self {
             dim: target.dim(),
-            chains: cfg.chains,
             iters: cfg.iters,
             modes: mode_map.map(|m| ModeTraces::new(m.n_modes(), outputs).with_coupling(coupling)),
             mode_map,
@@ -279,6 +413,66 @@ impl<'t> Collector<'t> {
             snapshot_every: (cfg.iters / 100).max(1),
             theta_trace: Vec::new(),
             replica_trace: Vec::new(),
+            record: None,
+            plain_energies: false,
+        }
+    }
+
+    /// Folds one kept step's samples, `(point, weight)` of each target chain in chain order.
+    fn fold_step<'a>(&mut self, samples: impl Iterator<Item = (&'a [f64], f64)> + Clone) {
+        for (slot, (x, w)) in samples.clone().enumerate() {
+            if let (Some(m), Some(map)) = (self.modes.as_mut(), self.mode_map) {
+                m.push_weighted(slot, map.mode_of(x), w);
+            }
+            self.mean.add(x, w);
+            if self.collections.is_multiple_of(self.plot_every) {
+                self.plot_samples.push(x.to_vec());
+            }
+        }
+        self.collections += 1;
+        self.x0.push(samples.clone().map(|(x, _)| x[0]));
+        self.weights.push(samples.map(|(_, w)| w));
+    }
+
+    /// Rank 0 of a distributed run: folds every rank's samples in step and chain order (the
+    /// order of a one-process run), and completes the log rows of independent chains.
+    fn replay(&mut self, records: &[Record]) {
+        let d = self.dim;
+        let mut order: Vec<(u64, usize, usize, usize)> = records
+            .iter()
+            .enumerate()
+            .flat_map(|(r, rec)| {
+                rec.keys
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, k)| (k.0, k.1, r, i))
+            })
+            .collect();
+        order.sort_unstable();
+        let mut at = 0;
+        while at < order.len() {
+            let end = at
+                + order[at..]
+                    .iter()
+                    .take_while(|o| o.0 == order[at].0)
+                    .count();
+            let step = &order[at..end];
+            self.fold_step(step.iter().map(|&(_, _, r, i)| {
+                let rec = &records[r];
+                (&rec.points[i * d..(i + 1) * d], rec.weights[i])
+            }));
+            at = end;
+        }
+        if self.plain_energies {
+            for (row, metrics) in self.metrics.iter_mut().enumerate() {
+                let e: Vec<f64> = records
+                    .iter()
+                    .flat_map(|r| r.log_energies[row].iter().copied())
+                    .collect();
+                metrics[3] = e.iter().sum::<f64>() / e.len() as f64;
+                metrics[4] = e.iter().copied().fold(f64::INFINITY, f64::min);
+                metrics[5] = e.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            }
         }
     }
 
@@ -319,6 +513,12 @@ where
         let last = k + 1 == self.iters;
         if k.is_multiple_of(self.log_every) || last {
             self.metrics.push(Self::log_row(report));
+            if self.plain_energies
+                && let Some(rec) = self.record.as_mut()
+            {
+                rec.log_energies
+                    .push(report.energies[report.local.clone()].to_vec());
+            }
             if let Some(r) = sampler.as_replica() {
                 self.replica_trace
                     .push(std::iter::once(k as f64).chain(trace_row(r)).collect());
@@ -336,6 +536,30 @@ where
         Ok(())
     }
 
+    fn save(&self) -> Result<Vec<u8>, RunError> {
+        encode(&(
+            &self.record,
+            &self.metrics,
+            &self.theta_trace,
+            &self.replica_trace,
+        ))
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
+        type State = (Option<Record>, Vec<Vec<f64>>, Vec<Vec<f64>>, Vec<Vec<f64>>);
+        let (record, metrics, theta_trace, replica_trace): State = decode(state)?;
+        if self.record.is_some() != record.is_some() {
+            return Err(RunError::Observer(
+                "the checkpoint's samples were not recorded for a resumable run".into(),
+            ));
+        }
+        self.record = record;
+        self.metrics = metrics;
+        self.theta_trace = theta_trace;
+        self.replica_trace = replica_trace;
+        Ok(())
+    }
+
     fn on_sample(
         &mut self,
         _: &Progress,
@@ -343,22 +567,20 @@ where
     ) -> Result<(), sgmcmc_engine::RunError> {
         let pos = kept.points.positions();
         let d = self.dim;
-        debug_assert_eq!(pos.len(), self.chains * d);
-        for (slot, &c) in kept.chains.iter().enumerate() {
-            let x = &pos[c * d..(c + 1) * d];
-            let w = kept.report.weights[c];
-            if let (Some(m), Some(map)) = (self.modes.as_mut(), self.mode_map) {
-                m.push_weighted(slot, map.mode_of(x), w);
+        let at = |c: usize| &pos[kept.index(c) * d..(kept.index(c) + 1) * d];
+        match self.record.as_mut() {
+            Some(rec) => {
+                for &c in kept.chains {
+                    rec.keys.push((kept.step, c));
+                    rec.weights.push(kept.report.weights[c]);
+                    rec.points.extend_from_slice(at(c));
+                }
             }
-            self.mean.add(x, w);
-            if self.collections.is_multiple_of(self.plot_every) {
-                self.plot_samples.push(x.to_vec());
+            None => {
+                let w = &kept.report.weights;
+                self.fold_step(kept.chains.iter().map(|&c| (at(c), w[c])));
             }
         }
-        self.collections += 1;
-        self.x0.push(kept.chains.iter().map(|c| pos[c * d]));
-        self.weights
-            .push(kept.chains.iter().map(|&c| kept.report.weights[c]));
         Ok(())
     }
 }

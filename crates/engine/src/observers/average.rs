@@ -71,15 +71,14 @@ where
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        if kept.points.len() != kept.log_weights.len() {
-            return Err(RunError::Observer(format!(
-                "a model average needs one chain per module ({} modules, {} chains)",
-                kept.points.len(),
-                kept.log_weights.len()
-            )));
-        }
         for &c in kept.chains {
-            let p = (self.predict)(&kept.points[c]).map_err(RunError::Observer)?;
+            if kept.index(c) >= kept.points.len() {
+                return Err(RunError::Observer(format!(
+                    "a model average needs one chain per module ({} modules, chain {c})",
+                    kept.points.len(),
+                )));
+            }
+            let p = (self.predict)(&kept.points[kept.index(c)]).map_err(RunError::Observer)?;
             self.state.mean.add_log(kept.log_weights[c], &p);
             self.state.last = Some(p);
         }

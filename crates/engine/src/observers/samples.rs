@@ -72,15 +72,15 @@ where
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        if kept.points.len() != kept.log_weights.len() {
-            return Err(RunError::Observer(
-                "saving samples needs one chain per module".into(),
-            ));
-        }
         for &c in kept.chains {
+            if kept.index(c) >= kept.points.len() {
+                return Err(RunError::Observer(
+                    "saving samples needs one chain per module".into(),
+                ));
+            }
             let file = format!("step-{:09}-chain-{c}.bpk", kept.step);
             let path = self.dir.join(&file);
-            let bytes = kept.points[c]
+            let bytes = kept.points[kept.index(c)]
                 .clone()
                 .into_record()
                 .into_bytes()

@@ -1,6 +1,6 @@
 //! Toy chains in host memory: the tensor-free fast path.
 
-use super::{Ensemble, needs_noise};
+use super::{Draws, Ensemble};
 use crate::checkpoint::{EnsembleState, mismatch};
 use crate::density::toy::ToyTarget;
 use crate::error::{SamplerError, TargetError};
@@ -76,6 +76,18 @@ impl<T: HostTarget> HostEnsemble<T> {
     /// Chains started at `starts` (one row of length `d` per chain); chain `p` draws from stream
     /// `p` of `seed`.
     pub fn new(target: T, starts: &[Vec<f64>], seed: u64) -> Result<Self, SamplerError> {
+        Self::new_part(target, starts, seed, 0)
+    }
+
+    /// A rank's part of a distributed run ([`crate::comm`]): the chains with global indices
+    /// `first..first + starts.len()`, chain `p` drawing from stream `first + p` of `seed`, as
+    /// it would in one process.
+    pub fn new_part(
+        target: T,
+        starts: &[Vec<f64>],
+        seed: u64,
+        first: usize,
+    ) -> Result<Self, SamplerError> {
         let dim = target.dim();
         if starts.is_empty() || starts.iter().any(|s| s.len() != dim) {
             return Err(
@@ -91,7 +103,9 @@ impl<T: HostTarget> HostEnsemble<T> {
             state: Vec::new(),
             slots: 0,
             scratch: Vec::new(),
-            rngs: ChainRng::streams(seed, n),
+            rngs: (first..first + n)
+                .map(|c| ChainRng::new(seed, c as u64))
+                .collect(),
             energies: vec![0.0; n],
         })
     }
@@ -139,14 +153,17 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         Ok(&self.energies)
     }
 
-    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool) {
+    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], draws: Draws) {
+        let Draws {
+            refresh,
+            noise: noisy,
+        } = draws;
         let slots = kernel.state_slots();
         if self.slots != slots {
             self.slots = slots;
             self.state = vec![0.0; slots * self.x.len()];
             self.scratch = vec![0.0; slots];
         }
-        let noisy = needs_noise(kernel, coefs, refresh);
         let d = self.dim;
         let len = self.x.len();
         let st = &mut self.scratch;

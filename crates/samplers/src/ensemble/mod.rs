@@ -39,9 +39,9 @@ pub trait Ensemble {
     fn estimate(&mut self, batch: &Self::Batch) -> Result<&[f64], SamplerError>;
 
     /// Moves every chain one step of `kernel` with the gradients of the last estimate;
-    /// `coefs[p]` are chain `p`'s coefficients ([`Kernel::coefficients`]); `refresh` resamples
-    /// momenta (SGHMC).
-    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool);
+    /// `coefs[p]` are chain `p`'s coefficients ([`Kernel::coefficients`]); `draws` says whether
+    /// the step resamples momenta (SGHMC) and draws Langevin noise.
+    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], draws: Draws);
 
     /// [`Ensemble::estimate`] and [`Ensemble::apply`] in one pass, for samplers whose step sizes
     /// do not depend on this step's energies (independent chains): an ensemble that steps its
@@ -52,10 +52,10 @@ pub trait Ensemble {
         batch: &Self::Batch,
         kernel: &Kernel,
         coefs: &[Coefficients],
-        refresh: bool,
+        draws: Draws,
     ) -> Result<&[f64], SamplerError> {
         self.estimate(batch)?;
-        self.apply(kernel, coefs, refresh);
+        self.apply(kernel, coefs, draws);
         Ok(self.last_energies())
     }
 
@@ -78,8 +78,24 @@ pub trait Ensemble {
     fn restore(&mut self, state: EnsembleState) -> Result<(), SamplerError>;
 }
 
-/// Whether a step needs Langevin noise at all: a noise-free step (SGD, zero temperature)
-/// draws nothing from the chains' streams.
-pub(crate) fn needs_noise(kernel: &Kernel, coefs: &[Coefficients], refresh: bool) -> bool {
-    kernel.is_stochastic() && (refresh || coefs.iter().any(|c| c.diffusion != 0.0))
+/// What one step draws from the chains' random streams. It is decided over every chain of the
+/// run, also when the chains are spread over ranks ([`crate::comm`]), so that a chain draws the
+/// same numbers whichever rank steps it: a step draws Langevin noise for every chain as soon as
+/// one chain diffuses (DEO*-SGD: rung 0's SGLD chain), and none when no chain does (SGD, zero
+/// temperature, a noise-free exploration phase).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Draws {
+    /// Resample momenta (SGHMC's periodic refresh).
+    pub refresh: bool,
+    /// Draw Langevin noise for every chain.
+    pub noise: bool,
+}
+
+impl Draws {
+    /// The draws of a step of `kernel` whose chains diffuse with `diffusions` (every chain of
+    /// the run), resampling momenta if `refresh`.
+    pub fn of(kernel: &Kernel, diffusions: impl IntoIterator<Item = f64>, refresh: bool) -> Self {
+        let noise = kernel.is_stochastic() && (refresh || diffusions.into_iter().any(|d| d != 0.0));
+        Self { refresh, noise }
+    }
 }

@@ -12,7 +12,7 @@ mod state;
 
 pub use state::{module_values, with_module_values};
 
-use super::{Ensemble, needs_noise};
+use super::{Draws, Ensemble};
 use crate::checkpoint::EnsembleState;
 use crate::density::Target;
 use crate::error::SamplerError;
@@ -50,7 +50,18 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
     /// Chains from `modules`; hosted chain `p` (in module order, then row order) draws from
     /// stream `p` of `seed`.
     pub fn new(target: T, modules: Vec<M>, seed: u64) -> Result<Self, SamplerError> {
-        let mut offset = 0u64;
+        Self::new_part(target, modules, seed, 0)
+    }
+
+    /// A rank's part of a distributed run ([`crate::comm`]): hosted chain `p` is global chain
+    /// `first + p` and draws from stream `first + p` of `seed`, as it would in one process.
+    pub fn new_part(
+        target: T,
+        modules: Vec<M>,
+        seed: u64,
+        first: usize,
+    ) -> Result<Self, SamplerError> {
+        let mut offset = first as u64;
         let chains: Vec<ModuleChain<M>> = modules
             .into_iter()
             .map(|m| {
@@ -68,7 +79,7 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
                 c
             })
             .collect();
-        if offset == 0 {
+        if offset == first as u64 {
             return Err(SamplerError::InvalidHyperParameter {
                 name: "chains",
                 value: "0".into(),
@@ -82,7 +93,7 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
         Ok(Self {
             target,
             chains,
-            energies: vec![0.0; offset as usize],
+            energies: vec![0.0; (offset - first as u64) as usize],
             parallel: true,
             buffers,
         })
@@ -214,8 +225,11 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
         Ok(self.gather())
     }
 
-    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], refresh: bool) {
-        let noisy = needs_noise(kernel, coefs, refresh);
+    fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], draws: Draws) {
+        let Draws {
+            refresh,
+            noise: noisy,
+        } = draws;
         let threaded = self.threaded();
         let work = split(&mut self.chains, coefs);
         let one = |(chain, values): (&mut ModuleChain<M>, &[Coefficients])| {
@@ -233,14 +247,17 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
         batch: &T::Batch,
         kernel: &Kernel,
         coefs: &[Coefficients],
-        refresh: bool,
+        draws: Draws,
     ) -> Result<&[f64], SamplerError> {
         if !self.threaded() {
             self.estimate(batch)?;
-            self.apply(kernel, coefs, refresh);
+            self.apply(kernel, coefs, draws);
             return Ok(&self.energies);
         }
-        let noisy = needs_noise(kernel, coefs, refresh);
+        let Draws {
+            refresh,
+            noise: noisy,
+        } = draws;
         let (target, buffers) = (&self.target, self.buffers);
         split(&mut self.chains, coefs)
             .into_par_iter()

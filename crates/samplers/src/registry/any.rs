@@ -70,6 +70,14 @@ impl<E: Ensemble> Sampler for AnySampler<E> {
         each!(self, s => s.ensemble())
     }
 
+    fn n_chains(&self) -> usize {
+        each!(self, s => s.n_chains())
+    }
+
+    fn local_chains(&self) -> std::ops::Range<usize> {
+        each!(self, s => s.local_chains())
+    }
+
     fn steps_done(&self) -> u64 {
         each!(self, s => s.steps_done())
     }

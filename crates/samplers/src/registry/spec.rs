@@ -1,6 +1,7 @@
 //! From settings to a configured sampler.
 
 use super::{AnySampler, Family, SamplerSettings, lookup};
+use crate::comm::Placement;
 use crate::control::{
     Cyclical, EnergyPartition, Ladder, RandomField, SaStepSize, Schedule, Smoothing, SwapScheme,
     ThetaInit,
@@ -65,16 +66,30 @@ pub enum SamplerSpec {
 impl SamplerSpec {
     /// The sampler over `ensemble`; `seed` drives the swap tests of replica exchange.
     pub fn build<E: Ensemble>(self, ensemble: E, seed: u64) -> Result<AnySampler<E>, SamplerError> {
+        let n = ensemble.n_chains();
+        self.build_placed(ensemble, seed, Placement::local(n))
+    }
+
+    /// The sampler over this rank's part `ensemble` of the chains `placement` lays out over
+    /// ranks ([`crate::comm`]).
+    pub fn build_placed<E: Ensemble>(
+        self,
+        ensemble: E,
+        seed: u64,
+        placement: Placement,
+    ) -> Result<AnySampler<E>, SamplerError> {
         Ok(match self {
-            Self::Plain(c) => AnySampler::Plain(Box::new(Sgmcmc::new(c, ensemble)?)),
-            Self::Contour(c) => AnySampler::Contour(Box::new(Contour::new(c, ensemble)?)),
-            Self::Replica(c) => {
-                AnySampler::Replica(Box::new(ReplicaExchange::new(c, ensemble, seed)?))
+            Self::Plain(c) => AnySampler::Plain(Box::new(Sgmcmc::placed(c, ensemble, placement)?)),
+            Self::Contour(c) => {
+                AnySampler::Contour(Box::new(Contour::placed(c, ensemble, placement)?))
             }
+            Self::Replica(c) => AnySampler::Replica(Box::new(ReplicaExchange::placed(
+                c, ensemble, seed, placement,
+            )?)),
             Self::VarianceReduced(_) => {
                 return Err(SamplerError::InvalidSetting(
                     "variance-reduced replica exchange needs fresh minibatches and a full-data \
-                     pass: build it with SamplerSpec::build_with_data"
+                     pass: build it with SamplerSpec::build_with_data (in one process)"
                         .into(),
                 ));
             }

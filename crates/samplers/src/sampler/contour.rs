@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use super::driver::Driver;
 use super::{Sampler, SgmcmcConfig, StepReport, check_finite};
 use crate::checkpoint::{AlgorithmState, SamplerState, mismatch};
+use crate::comm::Placement;
 use crate::control::{
     ContourTheta, EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
@@ -140,6 +141,18 @@ pub struct Contour<E: Ensemble> {
 impl<E: Ensemble> Contour<E> {
     /// A contour sampler; errors on invalid hyper-parameters or initial theta.
     pub fn new(config: ContourConfig, ensemble: E) -> Result<Self, SamplerError> {
+        let n = ensemble.n_chains();
+        Self::placed(config, ensemble, Placement::local(n))
+    }
+
+    /// A contour sampler over this rank's part `ensemble` of chains laid out by `placement`
+    /// ([`crate::comm`]): every step the ranks gather the chains' energies (`P` values), and
+    /// every rank updates its copy of `theta` from the same bins.
+    pub fn placed(
+        config: ContourConfig,
+        ensemble: E,
+        placement: Placement,
+    ) -> Result<Self, SamplerError> {
         config.validate()?;
         let theta = ContourTheta::new(
             config.partition.m,
@@ -152,7 +165,7 @@ impl<E: Ensemble> Contour<E> {
         Ok(Self {
             config,
             theta,
-            driver: Driver::new(ensemble, true),
+            driver: Driver::new(ensemble, true, placement)?,
             energies: Vec::new(),
         })
     }
@@ -183,9 +196,9 @@ impl<E: Ensemble> Contour<E> {
         &self.config
     }
 
-    /// One step that reads `energies` (one per chain, e.g. variance-reduced energies of the
-    /// same minibatch, thesis eq. E.6) instead of the stochastic energies, for the bins, the
-    /// interpolated weights and the reweighting to the target temperature.
+    /// One step that reads `energies` (one per chain of this rank, e.g. variance-reduced
+    /// energies of the same minibatch, thesis eq. E.6) instead of the stochastic energies, for
+    /// the bins, the interpolated weights and the reweighting to the target temperature.
     pub fn step_with_energies(
         &mut self,
         batch: &E::Batch,
@@ -195,7 +208,8 @@ impl<E: Ensemble> Contour<E> {
         self.advance(batch, Supplied::Energies(energies))
     }
 
-    /// One step that reads each chain's stochastic energy plus `offsets[p]`: with `offsets[p] =
+    /// One step that reads each chain's stochastic energy plus `offsets[p]` (one per chain of
+    /// this rank): with `offsets[p] =
     /// c (U~(B | x^_p) - U(x^_p))` (a [`crate::control::ControlVariate`]'s offset) the
     /// control-variate energy of thesis eq. E.6, without evaluating `U~(B | x_p)` twice. Used for
     /// the bins, the interpolated weights and the reweighting to the target temperature.
@@ -208,6 +222,7 @@ impl<E: Ensemble> Contour<E> {
         self.advance(batch, Supplied::Offsets(offsets))
     }
 
+    /// Checks the length of supplied values (their finiteness is checked once gathered).
     fn check_supplied(&self, values: &[f64]) -> Result<(), SamplerError> {
         let n = self.driver.coefs.len();
         if values.len() != n {
@@ -216,7 +231,7 @@ impl<E: Ensemble> Contour<E> {
                 values.len()
             )));
         }
-        check_finite(values, self.driver.step)
+        Ok(())
     }
 
     fn advance(
@@ -230,17 +245,15 @@ impl<E: Ensemble> Contour<E> {
         let partition = &self.config.partition;
         let energies = &mut self.energies;
         energies.clear();
-        energies.extend(
-            d.report
-                .energies
-                .iter()
-                .enumerate()
-                .map(|(p, u)| match supplied {
-                    Supplied::None => *u,
-                    Supplied::Energies(e) => e[p],
-                    Supplied::Offsets(o) => u + o[p],
-                }),
-        );
+        match supplied {
+            Supplied::None => energies.extend_from_slice(&d.report.energies),
+            Supplied::Energies(e) => energies.extend(d.gather(e)?),
+            Supplied::Offsets(o) => {
+                let o = d.gather(o)?;
+                energies.extend(d.report.energies.iter().zip(o).map(|(u, o)| u + o));
+            }
+        }
+        check_finite(energies, k)?;
         for (b, u) in d.report.bins.iter_mut().zip(energies.iter()) {
             *b = partition.bin(*u);
         }
@@ -297,6 +310,14 @@ impl<E: Ensemble> Sampler for Contour<E> {
 
     fn ensemble(&self) -> &E {
         &self.driver.ensemble
+    }
+
+    fn n_chains(&self) -> usize {
+        self.driver.n_chains()
+    }
+
+    fn local_chains(&self) -> std::ops::Range<usize> {
+        self.driver.local()
     }
 
     fn steps_done(&self) -> u64 {

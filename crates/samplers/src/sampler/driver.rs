@@ -1,56 +1,101 @@
-//! The mechanism every sampler shares: estimate energies, check them, set per-chain
-//! coefficients, move the chains, fill the report.
+//! The mechanism every sampler shares: estimate energies, gather them over the ranks, check
+//! them, set per-chain coefficients, move the chains, fill the report.
+
+use std::ops::Range;
 
 use super::{StepReport, check_finite};
-use crate::checkpoint::{AlgorithmState, SamplerState, mismatch};
+use crate::checkpoint::{AlgorithmState, ChainSpan, SamplerState, mismatch};
+use crate::comm::Placement;
 use crate::control::Phase;
-use crate::ensemble::Ensemble;
+use crate::ensemble::{Draws, Ensemble};
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel, StepSize};
 
-/// An ensemble with its step counter, per-chain coefficients and report buffer.
+/// This rank's ensemble with its step counter, the coefficients of its chains and the report
+/// buffer. The report is global: one entry per chain of every rank ([`StepReport::local`]).
 pub(crate) struct Driver<E: Ensemble> {
     pub(crate) ensemble: E,
+    pub(crate) placement: Placement,
+    /// Global index of this rank's first chain.
+    first: usize,
     pub(crate) step: u64,
+    /// Coefficients of this rank's chains.
     pub(crate) coefs: Vec<Coefficients>,
+    /// The diffusion coefficient of every chain of the run (what a step draws, [`Draws`]).
+    diffusions: Vec<f64>,
     pub(crate) report: StepReport,
 }
 
 impl<E: Ensemble> Driver<E> {
-    /// A driver over `ensemble`; `with_bins` sizes the report's bin vector (contour samplers).
-    pub(crate) fn new(ensemble: E, with_bins: bool) -> Self {
-        let n = ensemble.n_chains();
-        Self {
-            ensemble,
-            step: 0,
-            coefs: vec![Coefficients::default(); n],
+    /// A driver over `ensemble`, this rank's part of `placement`; `with_bins` sizes the report's
+    /// bin vector (contour samplers).
+    pub(crate) fn new(
+        ensemble: E,
+        with_bins: bool,
+        placement: Placement,
+    ) -> Result<Self, SamplerError> {
+        placement.check_chains(ensemble.n_chains())?;
+        let n = placement.total();
+        let here = placement.here();
+        Ok(Self {
+            first: here.start,
+            coefs: vec![Coefficients::default(); here.len()],
+            diffusions: vec![0.0; n],
             report: StepReport {
                 energies: vec![0.0; n],
                 step_sizes: vec![StepSize::new(0.0, 0.0); n],
                 bins: if with_bins { vec![0; n] } else { Vec::new() },
                 weights: vec![1.0; n],
                 log_weights: vec![0.0; n],
+                local: here,
                 ..StepReport::default()
             },
-        }
+            ensemble,
+            placement,
+            step: 0,
+        })
     }
 
-    /// Estimates every chain's energy into the report; errors on a non-finite energy.
+    /// Number of chains over all ranks.
+    pub(crate) fn n_chains(&self) -> usize {
+        self.report.energies.len()
+    }
+
+    /// The global indices of this rank's chains.
+    pub(crate) fn local(&self) -> Range<usize> {
+        self.report.local.clone()
+    }
+
+    /// Estimates this rank's energies and gathers every rank's into the report; errors (on
+    /// every rank alike) on a non-finite energy.
     pub(crate) fn estimate(&mut self, batch: &E::Batch) -> Result<(), SamplerError> {
-        let energies = self.ensemble.estimate(batch)?;
-        check_finite(energies, self.step)?;
-        self.report.energies.copy_from_slice(energies);
-        Ok(())
+        let local = self.ensemble.estimate(batch)?;
+        self.placement.gather(local, &mut self.report.energies)?;
+        check_finite(&self.report.energies, self.step)
     }
 
-    /// Sets chain `p`'s step size and kernel coefficients.
+    /// Every rank's per-chain `local` values in global chain order.
+    pub(crate) fn gather(&self, local: &[f64]) -> Result<Vec<f64>, SamplerError> {
+        let mut global = vec![0.0; self.n_chains()];
+        self.placement.gather(local, &mut global)?;
+        Ok(global)
+    }
+
+    /// Sets chain `p`'s step size (global index) and, if this rank steps it, its kernel
+    /// coefficients (computed on every rank, so an invalid step size errors everywhere).
     pub(crate) fn set_step(
         &mut self,
         p: usize,
         kernel: &Kernel,
         s: StepSize,
     ) -> Result<(), SamplerError> {
-        self.coefs[p] = kernel.coefficients(&s)?;
+        let c = kernel.coefficients(&s)?;
+        self.diffusions[p] = c.diffusion;
+        if let Some(i) = p.checked_sub(self.first)
+            && let Some(slot) = self.coefs.get_mut(i)
+        {
+            *slot = c;
+        }
         self.report.step_sizes[p] = s;
         Ok(())
     }
@@ -59,12 +104,14 @@ impl<E: Ensemble> Driver<E> {
     pub(crate) fn set_all(&mut self, kernel: &Kernel, s: StepSize) -> Result<(), SamplerError> {
         let c = kernel.coefficients(&s)?;
         self.coefs.fill(c);
+        self.diffusions.fill(c.diffusion);
         self.report.step_sizes.fill(s);
         Ok(())
     }
 
-    /// For step sizes known before the energies (independent chains): estimates and moves every
-    /// chain in one pass with the coefficients set, checks the energies, and closes the report.
+    /// For step sizes known before the energies (independent chains): estimates and moves this
+    /// rank's chains in one pass with the coefficients set, checks the energies, and closes the
+    /// report. Nothing crosses between ranks: the report holds this rank's energies only.
     pub(crate) fn step_independent(
         &mut self,
         batch: &E::Batch,
@@ -72,23 +119,30 @@ impl<E: Ensemble> Driver<E> {
         phase: Phase,
     ) -> Result<&StepReport, SamplerError> {
         let k = self.step;
-        let refresh = kernel.refreshes_at(k);
+        let draws = self.draws(kernel);
         let energies = self
             .ensemble
-            .estimate_and_apply(batch, kernel, &self.coefs, refresh)?;
-        check_finite(energies, k)?;
-        self.report.energies.copy_from_slice(energies);
+            .estimate_and_apply(batch, kernel, &self.coefs, draws)?;
+        let here = self.report.local.clone();
+        self.report.energies[here].copy_from_slice(energies);
+        check_finite(&self.report.energies, k)?;
         self.report.step = k;
         self.report.phase = Some(phase);
         self.step += 1;
         Ok(&self.report)
     }
 
-    /// Moves every chain with the coefficients set and closes the step's report.
+    /// What this step draws, decided over every chain of the run.
+    fn draws(&self, kernel: &Kernel) -> Draws {
+        let refresh = kernel.refreshes_at(self.step);
+        Draws::of(kernel, self.diffusions.iter().copied(), refresh)
+    }
+
+    /// Moves this rank's chains with the coefficients set and closes the step's report.
     pub(crate) fn apply(&mut self, kernel: &Kernel, phase: Phase) -> &StepReport {
         let k = self.step;
-        self.ensemble
-            .apply(kernel, &self.coefs, kernel.refreshes_at(k));
+        let draws = self.draws(kernel);
+        self.ensemble.apply(kernel, &self.coefs, draws);
         self.report.step = k;
         self.report.phase = Some(phase);
         self.step += 1;
@@ -100,6 +154,11 @@ impl<E: Ensemble> Driver<E> {
     /// The state of the chains and counters, with the sampler's own state.
     pub(crate) fn state(&self, algorithm: AlgorithmState) -> Result<SamplerState, SamplerError> {
         Ok(SamplerState {
+            chains: Some(ChainSpan {
+                first: self.first,
+                local: self.coefs.len(),
+                total: self.n_chains(),
+            }),
             step: self.step,
             bouncy_moves: self.report.bouncy_moves,
             algorithm,
@@ -123,6 +182,27 @@ impl<E: Ensemble> Driver<E> {
         if saved != kind {
             return Err(mismatch(format!(
                 "a {saved} sampler's checkpoint given to a {kind} sampler"
+            )));
+        }
+        let here = ChainSpan {
+            first: self.first,
+            local: self.coefs.len(),
+            total: self.n_chains(),
+        };
+        let saved_span = state.chains.unwrap_or(ChainSpan {
+            first: 0,
+            local: here.total,
+            total: here.total,
+        });
+        if saved_span != here {
+            return Err(mismatch(format!(
+                "the checkpoint holds chains {}..{} of {}, this process steps chains {}..{} of {}",
+                saved_span.first,
+                saved_span.first + saved_span.local,
+                saved_span.total,
+                here.first,
+                here.first + here.local,
+                here.total
             )));
         }
         self.ensemble.restore(state.ensemble)?;

@@ -31,9 +31,15 @@ pub trait Sampler {
     /// The chains (e.g. to read their modules or positions between steps).
     fn ensemble(&self) -> &Self::Ensemble;
 
-    /// Number of chains.
+    /// Number of chains over all ranks ([`crate::comm`]; the ensemble's in one process).
     fn n_chains(&self) -> usize {
         self.ensemble().n_chains()
+    }
+
+    /// The global indices of the chains in [`Sampler::ensemble`] (`0..n_chains()` in one
+    /// process): ensemble chain `i` is chain `local_chains().start + i` of the reports.
+    fn local_chains(&self) -> std::ops::Range<usize> {
+        0..self.ensemble().n_chains()
     }
 
     /// Steps taken so far.

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use super::driver::Driver;
 use super::{Sampler, StepReport, check_finite};
 use crate::checkpoint::{AlgorithmState, ReplicaState, SamplerState, mismatch};
+use crate::comm::Placement;
 use crate::control::swap::log_swap_rate;
 use crate::control::{
     Cyclical, EnergyVariance, IndexProcess, Ladder, Phase, SaStepSize, Smoothing, SwapSchedule,
@@ -195,14 +196,38 @@ impl<E: Ensemble> ReplicaExchange<E> {
     /// A replica-exchange sampler; the ensemble must have one chain per rung. `seed` drives the
     /// swap tests and the SEO parities.
     pub fn new(config: ReplicaConfig, ensemble: E, seed: u64) -> Result<Self, SamplerError> {
+        let n = ensemble.n_chains();
+        Self::placed(config, ensemble, seed, Placement::local(n))
+    }
+
+    /// A replica-exchange sampler over this rank's part `ensemble` of chains laid out by
+    /// `placement` ([`crate::comm`]), one chain per rung over all ranks. Every step the ranks
+    /// gather the chains' energies (`P` values; for a variance refresh, `P x draws`), and every
+    /// rank runs the same swap tests and adaptation from the same seeded stream: swaps exchange
+    /// rungs, never parameters. Kernels whose velocity stays with its rung (momentum SGD,
+    /// SGHMC, SGNHT) would have to send velocities between ranks at a swap, and are refused
+    /// over several ranks.
+    pub fn placed(
+        config: ReplicaConfig,
+        ensemble: E,
+        seed: u64,
+        placement: Placement,
+    ) -> Result<Self, SamplerError> {
         config.validate()?;
         let p = config.ladder.len();
         check(
-            ensemble.n_chains() == p,
+            placement.total() == p,
             "chains",
-            ensemble.n_chains() as f64,
+            placement.total() as f64,
             "the ensemble needs one chain per rung",
         )?;
+        if placement.is_distributed() && config.kernel.state_follows_rung() {
+            return Err(SamplerError::InvalidSetting(format!(
+                "replica exchange over {} ranks needs a kernel without velocity (SGLD, SGD, \
+                 pSGLD): a velocity stays with its rung and would cross ranks at every swap",
+                placement.layout().ranks()
+            )));
+        }
         let (variance, buffer) = match &config.rule {
             SwapRule::Metropolis {
                 initial_variance,
@@ -214,7 +239,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
             ),
             SwapRule::Deterministic { buffer, .. } => (None, *buffer),
         };
-        let mut driver = Driver::new(ensemble, false);
+        let mut driver = Driver::new(ensemble, false, placement)?;
         driver.report.rungs = (0..p).collect();
         Ok(Self {
             schedule: SwapSchedule::new(config.scheme, p)?,
@@ -296,17 +321,31 @@ impl<E: Ensemble> ReplicaExchange<E> {
         if self.variance.is_none() {
             return Ok(());
         }
-        let p = self.driver.coefs.len();
-        let mut draws = vec![Vec::with_capacity(batches.len()); p];
-        for b in batches {
+        // This rank's draws chain-major, then every rank's in one exchange.
+        let (local, n) = (self.driver.coefs.len(), batches.len());
+        let mut mine = vec![0.0; local * n];
+        for (j, b) in batches.enumerate() {
             let e = self.driver.ensemble.estimate(b)?;
-            check_finite(e, self.driver.step)?;
-            for (d, v) in draws.iter_mut().zip(e) {
-                d.push(*v);
+            for (c, v) in e.iter().enumerate() {
+                mine[c * n + j] = *v;
             }
         }
+        let mut all = vec![0.0; self.driver.n_chains() * n];
+        self.driver.placement.gather_rows(&mine, n, &mut all)?;
+        check_finite(&all, self.driver.step).map_err(|_| self.non_finite_draw(&all, n))?;
+        let draws: Vec<Vec<f64>> = all.chunks(n).map(<[f64]>::to_vec).collect();
         self.refresh_variance_from(&draws);
         Ok(())
+    }
+
+    /// The divergence error of the first non-finite energy among `n` draws per chain.
+    fn non_finite_draw(&self, all: &[f64], n: usize) -> SamplerError {
+        let at = all.iter().position(|e| !e.is_finite()).unwrap_or(0);
+        SamplerError::Diverged {
+            chain: at / n.max(1),
+            step: self.driver.step,
+            energy: all[at],
+        }
     }
 
     /// Refreshes `sigma2_hat` from energy draws the caller made, one list per chain, the `j`-th
@@ -323,7 +362,8 @@ impl<E: Ensemble> ReplicaExchange<E> {
         }
     }
 
-    /// One step whose swap tests use each chain's stochastic energy plus `offsets[p]`: with
+    /// One step whose swap tests use each chain's stochastic energy plus `offsets[p]` (one per
+    /// chain of this rank, gathered with the energies): with
     /// `offsets[p] = c (L(B | x^_p) - L^_p)` the control-variate energy of variance-reduced
     /// reSGLD (thesis eq. 3.5), without evaluating `L(B | x_p)` twice.
     pub fn step_with_energy_offsets(
@@ -331,7 +371,6 @@ impl<E: Ensemble> ReplicaExchange<E> {
         batch: &E::Batch,
         offsets: &[f64],
     ) -> Result<&StepReport, SamplerError> {
-        check_finite(offsets, self.driver.step)?;
         self.advance(batch, Some(offsets))
     }
 
@@ -370,17 +409,23 @@ impl<E: Ensemble> ReplicaExchange<E> {
             self.refresh_on(batch, r.draws)?;
         }
         self.driver.estimate(batch)?;
+        let offsets = match offsets {
+            Some(o) => {
+                let o = self.driver.gather(o)?;
+                check_finite(&o, k)?;
+                Some(o)
+            }
+            None => None,
+        };
         let mut energies = std::mem::take(&mut self.swap_energies);
         energies.copy_from_slice(&self.driver.report.energies);
-        if let Some(o) = offsets {
-            for (e, d) in energies.iter_mut().zip(o) {
-                *e += d;
-            }
+        for (e, d) in energies.iter_mut().zip(offsets.iter().flatten()) {
+            *e += d;
         }
         self.swap(k, &energies, scale);
         self.swap_energies = energies;
         let ladder = &self.config.ladder;
-        for chain in 0..self.driver.coefs.len() {
+        for chain in 0..self.driver.n_chains() {
             let r = self.index.rungs()[chain];
             let tau = if noisy { ladder.temperatures[r] } else { 0.0 };
             let s = StepSize::new(ladder.lrs[r] * scale, tau);
@@ -522,6 +567,14 @@ impl<E: Ensemble> Sampler for ReplicaExchange<E> {
 
     fn ensemble(&self) -> &E {
         &self.driver.ensemble
+    }
+
+    fn n_chains(&self) -> usize {
+        self.driver.n_chains()
+    }
+
+    fn local_chains(&self) -> std::ops::Range<usize> {
+        self.driver.local()
     }
 
     fn steps_done(&self) -> u64 {

@@ -1,11 +1,19 @@
 //! What a sampler step reports to observers.
 
+use std::ops::Range;
+
 use crate::control::Phase;
 use crate::kernel::StepSize;
 
-/// Diagnostics of one step, per chain.
+/// Diagnostics of one step, per chain: every vector has one entry per chain of the run, in
+/// global chain order, also when the chains are spread over ranks ([`crate::comm`]). Coupled
+/// samplers (replica exchange, contour) gather the energies every step, so every rank's report
+/// is the whole run's; independent chains exchange nothing, and a rank's report holds only its
+/// own chains' energies (the entries in [`StepReport::local`]).
 #[derive(Clone, Debug, Default)]
 pub struct StepReport {
+    /// The global indices of the chains this process steps (all of them in one process).
+    pub local: Range<usize>,
     /// The step index (0-based).
     pub step: u64,
     /// Stochastic energy `U~` of each chain *before* the move (at the point the gradient was

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::driver::Driver;
 use super::{Sampler, StepReport};
 use crate::checkpoint::{AlgorithmState, SamplerState};
+use crate::comm::Placement;
 use crate::control::{Phase, Schedule};
 use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
@@ -70,10 +71,21 @@ pub struct Sgmcmc<E: Ensemble> {
 impl<E: Ensemble> Sgmcmc<E> {
     /// A sampler over `ensemble`; errors on invalid hyper-parameters.
     pub fn new(config: SgmcmcConfig, ensemble: E) -> Result<Self, SamplerError> {
+        let n = ensemble.n_chains();
+        Self::placed(config, ensemble, Placement::local(n))
+    }
+
+    /// A sampler over this rank's part `ensemble` of chains laid out by `placement`
+    /// ([`crate::comm`]). Independent chains exchange nothing while they run.
+    pub fn placed(
+        config: SgmcmcConfig,
+        ensemble: E,
+        placement: Placement,
+    ) -> Result<Self, SamplerError> {
         config.validate()?;
         Ok(Self {
             config,
-            driver: Driver::new(ensemble, false),
+            driver: Driver::new(ensemble, false, placement)?,
         })
     }
 
@@ -94,6 +106,14 @@ impl<E: Ensemble> Sampler for Sgmcmc<E> {
 
     fn ensemble(&self) -> &E {
         &self.driver.ensemble
+    }
+
+    fn n_chains(&self) -> usize {
+        self.driver.n_chains()
+    }
+
+    fn local_chains(&self) -> std::ops::Range<usize> {
+        self.driver.local()
     }
 
     fn steps_done(&self) -> u64 {

@@ -1,0 +1,165 @@
+//! Checkpoints of `sgmcmc toy`: `--checkpoint-every`, `--stop-after` and `--resume DIR`, in one
+//! process or over the ranks of `mpirun` (each rank its part, rank 0 a manifest;
+//! `sgmcmc_engine::checkpoint_parts`). The configuration travels in every checkpoint, so a
+//! resumed run is the run that stopped.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sgmcmc_engine::Checkpoint;
+use sgmcmc_engine::checkpoint_parts::{Manifest, read_part};
+use sgmcmc_samplers::comm::ChainLayout;
+
+use super::config::ToyConfig;
+use super::run::{Persist, ToyOutcome, run_toy_on};
+use crate::cli::{ToyArgs, report_toy};
+use crate::distributed::Ranks;
+use crate::error::AppError;
+
+/// The checkpoint file (the manifest of a distributed run) in a run folder.
+pub const CHECKPOINT: &str = "checkpoint.cbor";
+
+/// What a toy checkpoint records beside the sampler: the run's settings.
+#[derive(Serialize, Deserialize)]
+struct Meta {
+    /// Steps between checkpoints.
+    checkpoint_every: u64,
+    /// The configuration.
+    config: ToyConfig,
+}
+
+fn encode(every: u64, cfg: &ToyConfig) -> Result<Vec<u8>, AppError> {
+    let m = Meta {
+        checkpoint_every: every,
+        config: cfg.clone(),
+    };
+    toml::to_string(&m)
+        .map(String::into_bytes)
+        .map_err(|e| AppError::Run(format!("cannot encode the config: {e}")))
+}
+
+fn decode(path: &Path, meta: &[u8]) -> Result<Meta, AppError> {
+    std::str::from_utf8(meta)
+        .ok()
+        .and_then(|t| toml::from_str(t).ok())
+        .ok_or_else(|| {
+            AppError::Input(format!(
+                "{}: not a checkpoint of `sgmcmc toy` (no toy config in it)",
+                path.display()
+            ))
+        })
+}
+
+/// The checkpoints the flags ask for (`None` without `--checkpoint-every` or `--stop-after`).
+pub fn persist(a: &ToyArgs, out: &Path, cfg: &ToyConfig) -> Result<Option<Persist>, AppError> {
+    if a.checkpoint_every.is_none() && a.stop_after.is_none() {
+        return Ok(None);
+    }
+    let every = a.checkpoint_every.unwrap_or(0);
+    Ok(Some(Persist {
+        path: out.join(CHECKPOINT),
+        every,
+        stop_after: a.stop_after,
+        resume: None,
+        meta: encode(every, cfg)?,
+    }))
+}
+
+/// A finished run's outputs, or the line saying where a stopped one can continue.
+pub fn report_or_stop(
+    cfg: &ToyConfig,
+    outcome: &ToyOutcome,
+    out: &Path,
+    ranks: Option<usize>,
+) -> Result<(), AppError> {
+    if outcome.stopped {
+        let command = match ranks {
+            Some(n) => format!(
+                "mpirun -np {n} sgmcmc toy --resume {} --distributed",
+                out.display()
+            ),
+            None => format!("sgmcmc toy --resume {}", out.display()),
+        };
+        println!("stopped at a checkpoint; continue with `{command}`");
+        return Ok(());
+    }
+    report_toy(cfg, outcome, out, ranks)
+}
+
+/// Runs this rank's part of `cfg`; rank 0 reports. A failure on any rank ends the job.
+pub fn finish_distributed(
+    ranks: &Ranks,
+    cfg: &ToyConfig,
+    out: &Path,
+    show_progress: bool,
+    persist: Option<Persist>,
+) -> Result<(), AppError> {
+    let outcome = run_toy_on(cfg, show_progress, Some(ranks), persist)
+        .unwrap_or_else(|e| ranks.fail(&e, None));
+    if let Some(o) = outcome
+        && let Err(e) = report_or_stop(cfg, &o, out, Some(ranks.size()))
+    {
+        ranks.fail(&e, None);
+    }
+    Ok(())
+}
+
+/// `sgmcmc toy --resume DIR [--distributed] [--stop-after N]`.
+pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
+    let path = dir.join(CHECKPOINT);
+    if a.distributed {
+        let ranks = Ranks::join()?;
+        let fail = |e: AppError| -> ! { ranks.fail(&e, None) };
+        let (c, part, manifest) =
+            read_part(&path, ranks.comm().as_ref()).unwrap_or_else(|e| fail(e.into()));
+        let meta = decode(&path, &c.meta).unwrap_or_else(|e| fail(e));
+        let layout =
+            ChainLayout::even(meta.config.chains, ranks.size()).unwrap_or_else(|e| fail(e.into()));
+        if let Err(e) = manifest.check_chains(&path, layout.counts()) {
+            fail(e.into());
+        }
+        let persist = resumed(&path, &meta, a, c, Some(part))?;
+        return finish_distributed(&ranks, &meta.config, dir, !a.quiet, Some(persist));
+    }
+    let c = Checkpoint::read(&path).map_err(|e| one_process_error(&path, e.into()))?;
+    let meta = decode(&path, &c.meta)?;
+    let persist = resumed(&path, &meta, a, c, None)?;
+    match run_toy_on(&meta.config, !a.quiet, None, Some(persist))? {
+        Some(o) => report_or_stop(&meta.config, &o, dir, None),
+        None => Ok(()),
+    }
+}
+
+fn resumed(
+    path: &Path,
+    meta: &Meta,
+    a: &ToyArgs,
+    c: Checkpoint,
+    part: Option<std::path::PathBuf>,
+) -> Result<Persist, AppError> {
+    Ok(Persist {
+        path: path.to_path_buf(),
+        every: meta.checkpoint_every,
+        stop_after: a.stop_after,
+        meta: encode(meta.checkpoint_every, &meta.config)?,
+        resume: Some((c, part)),
+    })
+}
+
+/// A one-process resume of a distributed run's manifest says how to resume it.
+fn one_process_error(path: &Path, e: AppError) -> AppError {
+    let manifest = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
+    match manifest {
+        Some(m) => AppError::Usage(format!(
+            "{}: a checkpoint of {} ranks; resume it with `mpirun -np {} sgmcmc toy --resume {} \
+             --distributed`",
+            path.display(),
+            m.ranks,
+            m.ranks,
+            path.parent().unwrap_or(Path::new(".")).display()
+        )),
+        None => e,
+    }
+}
