@@ -1,10 +1,13 @@
-//! Layer calls that take the fast flex path when they can (the private `flex` module, feature `flex`):
-//! [`conv2d`] and [`batch_norm`] compute exactly the function of burn's `Conv2d::forward` and
-//! `BatchNorm::forward` (same parameters, same running-statistics update), on any device.
+//! Layer calls that take the fast flex path when they can (the private `flex` module, feature
+//! `flex`): [`conv2d`], [`max_pool2d`] and [`batch_norm`] compute exactly the function of
+//! burn's `Conv2d::forward`, `MaxPool2d::forward` and `BatchNorm::forward` (same parameters,
+//! same running-statistics update), on any device.
 
+use burn::nn::BatchNorm;
+#[cfg(feature = "flex")]
+use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
-use burn::nn::{BatchNorm, PaddingConfig2d};
 use burn::tensor::Tensor;
 
 /// `conv.forward(x)`; on `Autodiff<Flex>` with groups 1, dilation 1 and symmetric padding, as
@@ -115,8 +118,8 @@ fn flex_batch_norm<const D: usize>(bn: &BatchNorm, x: &Tensor<D>) -> Option<Tens
 #[cfg(test)]
 mod tests {
     use burn::module::Param;
-    use burn::nn::BatchNormConfig;
     use burn::nn::conv::Conv2dConfig;
+    use burn::nn::{BatchNormConfig, PaddingConfig2d};
     use burn::tensor::{Device, Distribution};
 
     use super::*;
