@@ -8,54 +8,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::cli::{sgmcmc, tmp};
-
-/// `mpirun -np N sgmcmc ARGS`, with Open MPI's switches for running as root and for more ranks
-/// than cores.
-fn mpirun(np: usize, args: &[&str]) -> Command {
-    let mut c = Command::new("mpirun");
-    let version = Command::new("mpirun").arg("--version").output();
-    let open_mpi = version.is_ok_and(|v| String::from_utf8_lossy(&v.stdout).contains("Open MPI"));
-    if open_mpi {
-        c.args(["--oversubscribe"])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    }
-    c.args(["-np", &np.to_string(), env!("CARGO_BIN_EXE_sgmcmc")])
-        .args(args);
-    c
-}
-
-/// One MPI job at a time: the tests run on threads, and concurrent jobs of 4 busy-polling
-/// ranks on 2 cores would slow each other tenfold.
-static ONE_JOB: Mutex<()> = Mutex::new(());
-
-/// Runs `cmd` to its end, killing it after `limit`; the output and the time it took.
-fn run_within(mut cmd: Command, limit: Duration) -> (Output, Duration) {
-    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    let start = Instant::now();
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpirun starts (scripts/install-deps.sh installs Open MPI)");
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "still running after {limit:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (child.wait_with_output().unwrap(), start.elapsed())
-}
+use common::mpi::{distributed, fails_naming, one_process, same_files, summary};
 
 /// The files of a toy run folder that must match byte for byte (the plots too: they are drawn
 /// from the same numbers).
@@ -67,15 +23,8 @@ const SAME: &[&str] = &[
     "theta_trace.csv",
 ];
 
-/// `summary.json` without its timing fields.
-fn summary(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    for k in ["wall_seconds", "steps_per_second", "chain_steps_per_second"] {
-        v.as_object_mut().unwrap().remove(k);
-    }
-    v
-}
+/// Timing fields of a toy `summary.json`.
+const TIMING: &[&str] = &["wall_seconds", "steps_per_second", "chain_steps_per_second"];
 
 /// Runs `args` in one process and over `np` ranks into `dir`, and compares the outputs.
 fn same_as_one_process(dir: &Path, name: &str, np: usize, args: &[&str]) -> serde_json::Value {
@@ -84,35 +33,19 @@ fn same_as_one_process(dir: &Path, name: &str, np: usize, args: &[&str]) -> serd
     let mut a: Vec<&str> = args.to_vec();
     let one_s = one.to_string_lossy().into_owned();
     a.extend(["--quiet", "--out", &one_s]);
-    let out = sgmcmc(&a);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    one_process(&a);
     let mut a: Vec<&str> = args.to_vec();
     let many_s = many.to_string_lossy().into_owned();
     a.extend(["--quiet", "--distributed", "--out", &many_s]);
-    let (out, _) = run_within(mpirun(np, &a), Duration::from_secs(300));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed = String::from_utf8_lossy(&out.stdout);
+    let printed = distributed(np, &a, Duration::from_secs(300));
     assert!(printed.contains(&format!("over {np} ranks")), "{printed}");
-    for f in SAME {
-        let (a, b) = (one.join(f), many.join(f));
-        assert_eq!(a.exists(), b.exists(), "{name}: {f}");
-        if a.exists() {
-            assert!(
-                std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
-                "{name} over {np} ranks: {f} differs"
-            );
-        }
-    }
-    let s = summary(&one);
-    assert_eq!(s, summary(&many), "{name} over {np} ranks: summary.json");
+    same_files(&one, &many, SAME, &format!("{name} over {np} ranks"));
+    let s = summary(&one, TIMING);
+    assert_eq!(
+        s,
+        summary(&many, TIMING),
+        "{name} over {np} ranks: summary.json"
+    );
     s
 }
 
@@ -183,16 +116,6 @@ fn replica_exchange_and_icsgld_over_ranks_match_the_one_process_runs() {
     let args = ["toy", "--preset", "bimodal-sgld", "--iters", "20000"];
     same_as_one_process(&dir, "sgld8", 3, &args);
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Asserts that the job failed, within `limit`, with stderr naming `needle`.
-fn fails_naming(np: usize, args: &[&str], limit: Duration, needle: &str) -> String {
-    let (out, took) = run_within(mpirun(np, args), limit * 2);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(!out.status.success(), "the job succeeded: {err}");
-    assert!(took < limit, "took {took:?}: {err}");
-    assert!(err.contains(needle), "no `{needle}` in: {err}");
-    err
 }
 
 /// A distributed toy run of `preset` on `np` ranks with the config `toml` (a `[fault]`), which
@@ -267,7 +190,7 @@ fn ranks_checkpoint_their_parts_and_resume_only_on_as_many_ranks() {
     ];
     let mut a = run.to_vec();
     a.extend(["--out", &one]);
-    assert!(sgmcmc(&a).status.success());
+    one_process(&a);
     // Four ranks stop at step 5000 (checkpoints at 2000, 4000, 5000).
     let mut a = run.to_vec();
     a.extend([
@@ -279,12 +202,7 @@ fn ranks_checkpoint_their_parts_and_resume_only_on_as_many_ranks() {
         "--out",
         &many,
     ]);
-    let (out, _) = run_within(mpirun(4, &a), Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    distributed(4, &a, Duration::from_secs(120));
     let mut parts: Vec<String> = std::fs::read_dir(&many)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -311,21 +229,9 @@ fn ranks_checkpoint_their_parts_and_resume_only_on_as_many_ranks() {
         "{err}"
     );
     // The same four ranks finish the run: the one-process run's outputs.
-    let (out, _) = run_within(mpirun(4, &resume), Duration::from_secs(120));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    distributed(4, &resume, Duration::from_secs(120));
     let (one, many) = (Path::new(&one), Path::new(&many));
-    for f in SAME {
-        if one.join(f).exists() {
-            assert!(
-                std::fs::read(one.join(f)).unwrap() == std::fs::read(many.join(f)).unwrap(),
-                "{f} differs after the resume"
-            );
-        }
-    }
-    assert_eq!(summary(one), summary(many));
+    same_files(one, many, SAME, "after the resume");
+    assert_eq!(summary(one, TIMING), summary(many, TIMING));
     std::fs::remove_dir_all(&dir).unwrap();
 }

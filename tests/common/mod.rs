@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod mpi;
 
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::Device;

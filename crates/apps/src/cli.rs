@@ -217,9 +217,9 @@ where
 
 /// The flags `--resume` takes beside it, per command: how to run, never what runs.
 const RESUME_KEEPS: &[(&str, &[&str])] = &[
-    ("uci", &["jobs"]),
-    ("mnist", &["stop_after", "quiet"]),
-    ("images", &["stop_after", "quiet"]),
+    ("uci", &["jobs", "distributed"]),
+    ("mnist", &["stop_after", "quiet", "distributed"]),
+    ("images", &["stop_after", "quiet", "distributed"]),
     ("toy", &["stop_after", "quiet", "distributed"]),
 ];
 

@@ -30,7 +30,18 @@ pub fn chain_seed(seed: u64, p: usize) -> u64 {
 
 /// `n` chains, chain `p` initialised by `init` under [`seeded`] with [`chain_seed`]`(seed, p)`.
 pub fn chains<T: Module>(device: &Device, seed: u64, n: usize, init: impl Fn() -> T) -> Vec<T> {
-    (0..n)
+    chains_in(device, seed, 0..n, init)
+}
+
+/// Chains `range` of a run (a rank's block, [`sgmcmc_samplers::comm`]), each initialised as
+/// [`chains`] initialises it: chain `p` has the same weights wherever it runs.
+pub fn chains_in<T: Module>(
+    device: &Device,
+    seed: u64,
+    range: std::ops::Range<usize>,
+    init: impl Fn() -> T,
+) -> Vec<T> {
+    range
         .map(|p| seeded(device, chain_seed(seed, p), &init))
         .collect()
 }

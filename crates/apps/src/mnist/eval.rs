@@ -60,26 +60,57 @@ pub fn scores(probs: &[f64], set: &ImageSet, k: usize) -> Scores {
     }
 }
 
-impl Averages {
-    /// Adds `model` with log weight `log_w`; returns its own test-set probabilities.
-    pub fn add(
-        &mut self,
+/// One chain's predictions at an evaluation: on the test digits, and, if its model joins the
+/// averages, on the held-out digits and Fashion-MNIST (where the run has them). A rank of a
+/// distributed run computes its chains' and sends them to rank 0.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChainPredictions {
+    /// Test-set probabilities.
+    pub test: Vec<f64>,
+    /// Whether the model joins the averages.
+    pub collected: bool,
+    /// Held-out probabilities of a collected model.
+    pub heldout: Option<Vec<f64>>,
+    /// Fashion-MNIST probabilities of a collected model.
+    pub fashion: Option<Vec<f64>>,
+}
+
+impl ChainPredictions {
+    /// The predictions of `model` on the plain `device`; `collect`: also those the averages
+    /// need.
+    pub fn of(
         model: &Cnn,
-        log_w: f64,
         data: &MnistData,
         device: &Device,
-    ) -> Result<Vec<f64>, AppError> {
-        let p = probabilities(model, &data.test, device)?;
-        self.test.add_log(log_w, &p);
-        if !data.heldout.is_empty() {
-            self.heldout
-                .add_log(log_w, &probabilities(model, &data.heldout, device)?);
+        collect: bool,
+    ) -> Result<Self, AppError> {
+        let on = |set: &ImageSet| probabilities(model, set, device);
+        Ok(Self {
+            test: on(&data.test)?,
+            collected: collect,
+            heldout: (collect && !data.heldout.is_empty())
+                .then(|| on(&data.heldout))
+                .transpose()?,
+            fashion: data
+                .fashion
+                .as_ref()
+                .filter(|_| collect)
+                .map(on)
+                .transpose()?,
+        })
+    }
+}
+
+impl Averages {
+    /// Adds a collected model's predictions with log weight `log_w`.
+    pub fn add(&mut self, log_w: f64, p: &ChainPredictions) {
+        self.test.add_log(log_w, &p.test);
+        if let Some(h) = &p.heldout {
+            self.heldout.add_log(log_w, h);
         }
-        if let Some(f) = &data.fashion {
-            self.fashion
-                .add_log(log_w, &probabilities(model, f, device)?);
+        if let Some(f) = &p.fashion {
+            self.fashion.add_log(log_w, f);
         }
-        Ok(p)
     }
 }
 

@@ -7,6 +7,9 @@
 //! `--sampler all` runs the comparison set one after another and overlays them;
 //! `--resume RUN_DIR` continues a checkpointed run exactly; `--compare RUN ...` overlays runs;
 //! `--trajectory` draws the 2-class weight-space paths (Fig. 6.2 / 7.5).
+//! `mpirun -np R sgmcmc mnist --sampler icsgld --chains P --distributed` spreads the `P` chains
+//! over `R` ranks (feature `mpi`); rank 0 writes the run folder, the same files with the same
+//! bytes as the one-process run ([`run`] says how).
 //!
 //! **How the model average is weighted.** The papers define the weight of a sample as
 //! `theta[J]^zeta`; the reference code that produced the MNIST and CIFAR figures (ICSGLD and
@@ -43,6 +46,7 @@
 pub mod compare;
 pub mod config;
 pub mod data;
+mod distributed;
 pub mod eval;
 pub mod report;
 pub mod run;
@@ -54,6 +58,7 @@ use clap::Args;
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::device::DeviceChoice;
+use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
@@ -171,12 +176,17 @@ pub struct MnistArgs {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 2
+    /// sgmcmc mnist --sampler icsgld --chains 4 --distributed`. Rank 0 writes the run folder.
+    #[arg(long)]
+    pub distributed: bool,
 }
 
-/// What one run writes into its folder (the checkpoint, the settings, the tables, figures and
-/// summary of [`report`]).
+/// What one run writes into its folder (the checkpoint, or a distributed run's manifest and
+/// parts, the settings, the tables, figures and summary of [`report`]).
 pub const FILES: &[&str] = &[
     "checkpoint.cbor",
+    "checkpoint.rank-*",
     "config.toml",
     "loss.csv",
     "loss.png",
@@ -244,11 +254,37 @@ pub fn execute(
     stop: Stop,
     quiet: bool,
 ) -> Result<Record, AppError> {
+    let resume = resume.map(Resume::whole);
+    let ranks = Ranks::local();
+    execute_on(
+        &ranks,
+        config,
+        data,
+        dir,
+        device_choice,
+        resume,
+        stop,
+        quiet,
+    )
+}
+
+/// [`execute`] on this rank's chains of `ranks`; rank 0 writes the outputs and prints.
+#[allow(clippy::too_many_arguments)]
+pub fn execute_on(
+    ranks: &Ranks,
+    config: &MnistConfig,
+    data: &MnistData,
+    dir: &Path,
+    device_choice: DeviceChoice,
+    resume: Option<Resume>,
+    stop: Stop,
+    quiet: bool,
+) -> Result<Record, AppError> {
     let device = device_choice
         .device()?
         .ok_or_else(|| AppError::Usage("mnist needs a tensor device (flex, ndarray, wgpu)".into()))?
         .autodiff();
-    let mut sampler = run::build(config, data, &device)?;
+    let mut sampler = ranks.agree(run::build_on(config, data, &device, ranks))?;
     let meta = run::MnistMeta {
         config: config.clone(),
         data: data.source.clone(),
@@ -263,11 +299,29 @@ pub fn execute(
         &device,
         stop,
         !quiet,
+        ranks,
     )?;
-    if record.epochs_done == config.epochs {
+    let over = if ranks.is_distributed() {
+        format!(" over {} ranks", ranks.size())
+    } else {
+        String::new()
+    };
+    ranks.on_leader(|| {
+        if record.epochs_done < config.epochs {
+            let command = if ranks.is_distributed() {
+                format!("mpirun -np {} sgmcmc mnist --resume {} --distributed", ranks.size(), dir.display())
+            } else {
+                format!("sgmcmc mnist --resume {}", dir.display())
+            };
+            println!(
+                "{}: stopped after {} of {} epochs; continue with `{command}`",
+                config.sampler, record.epochs_done, config.epochs
+            );
+            return Ok(());
+        }
         let s = report::write(dir, config, data, &record, &device_choice.to_string())?;
         println!(
-            "{}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
+            "{}{over}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
              [{:.4}, {:.4}] over the last half, held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
             config.sampler,
             s.final_accuracy,
@@ -282,16 +336,22 @@ pub fn execute(
             s.seconds_per_epoch,
             dir.display()
         );
-    } else {
-        println!(
-            "{}: stopped after {} of {} epochs; continue with --resume {}",
-            config.sampler,
-            record.epochs_done,
-            config.epochs,
-            dir.display()
-        );
-    }
+        Ok(())
+    })?;
     Ok(record)
+}
+
+/// `sgmcmc mnist --resume DIR [--distributed]`: the recorded data folder and device; the data
+/// must be what the run started on.
+fn resume(ranks: &Ranks, dir: &Path, stop: Stop, quiet: bool) -> Result<(), AppError> {
+    let (meta, r) = run::read_checkpoint_on(dir, ranks)?;
+    let data = ranks.agree(MnistData::load(&meta.data.dir, &meta.config).and_then(|d| {
+        meta.data.check(&d.source)?;
+        Ok(d)
+    }))?;
+    let (config, device) = (&meta.config, meta.device);
+    execute_on(ranks, config, &data, dir, device, Some(r), stop, quiet)?;
+    Ok(())
 }
 
 /// `sgmcmc mnist`.
@@ -302,6 +362,13 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         }
         println!("presets: paper (thesis protocol), cpu (scaled; see `config.toml` of a run)");
         return Ok(());
+    }
+    if a.distributed && (!a.compare.is_empty() || a.trajectory) {
+        return Err(AppError::Usage(
+            "--distributed spreads one run's chains over ranks; --compare and --trajectory run \
+             in one process"
+                .into(),
+        ));
     }
     if !a.compare.is_empty() {
         let out = a
@@ -342,20 +409,10 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         after_epochs: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        // The recorded data folder and device; the data must be what the run started on.
-        let (meta, c) = run::read_checkpoint(dir)?;
-        let data = MnistData::load(&meta.data.dir, &meta.config)?;
-        meta.data.check(&data.source)?;
-        execute(
-            &meta.config,
-            &data,
-            dir,
-            meta.device,
-            Some(c),
-            stop,
-            a.quiet,
-        )?;
-        return Ok(());
+        return resume(&Ranks::of(a.distributed)?, dir, stop, a.quiet);
+    }
+    if a.distributed {
+        return distributed::run(a, stop);
     }
     let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
     let samplers = samplers_of(a, file.as_ref());

@@ -8,6 +8,12 @@
 //! importance weight the sampler reports for that very point (the pre-move point of the epoch's
 //! first step). A checkpoint after every `checkpoint_every`-th epoch holds the sampler state
 //! and everything recorded so far; resuming from it replays the rest of the run exactly.
+//!
+//! Over the ranks of `mpirun` (`--distributed`) each rank steps its block of chains and
+//! records their per-step rows; at an evaluation every rank scores its chains' models and
+//! sends the predictions to rank 0, which folds them into the averages in chain order (the
+//! order of a one-process run, so the averages are its bits); at the end rank 0 gathers the
+//! rows. Checkpoints are one part per rank and a manifest.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,6 +27,7 @@ use sgmcmc_engine::{
 };
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
+use sgmcmc_samplers::comm::ChainLayout;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
@@ -28,10 +35,11 @@ use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
+use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
-use crate::mnist::eval::{Averages, scores};
+use crate::mnist::eval::{Averages, ChainPredictions, scores};
 use crate::output::write_toml;
 use crate::progress;
 
@@ -103,16 +111,26 @@ pub struct MnistMeta {
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> {
+    let (meta, r) = read_checkpoint_on(dir, &Ranks::local())?;
+    Ok((meta, r.checkpoint))
+}
+
+/// Reads a run directory's checkpoint for `ranks` (this rank's part of a distributed one,
+/// refused on another number of ranks) and what it records.
+pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(MnistMeta, Resume), AppError> {
     let path = checkpoint_path(dir);
-    let c = Checkpoint::read(&path)?;
-    let meta = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
-        AppError::Input(format!(
-            "{}: not an mnist checkpoint with its data record, or one from an older sgmcmc \
-             ({e}); start the run again with --force",
-            path.display()
-        ))
-    })?;
-    Ok((meta, c))
+    let r = Resume::read(&path, ranks, "mnist")?;
+    let meta: MnistMeta = ranks.agree(
+        sgmcmc_engine::observer::decode(&r.checkpoint.meta).map_err(|e| {
+            AppError::Input(format!(
+                "{}: not an mnist checkpoint with its data record, or one from an older sgmcmc \
+                 ({e}); start the run again with --force",
+                path.display()
+            ))
+        }),
+    )?;
+    ranks.agree(r.check_chains(&path, meta.config.chains, ranks))?;
+    Ok((meta, r))
 }
 
 /// The sampler of a run.
@@ -130,6 +148,16 @@ pub fn build(
     data: &MnistData,
     device: &Device,
 ) -> Result<MnistSampler, AppError> {
+    build_on(config, data, device, &Ranks::local())
+}
+
+/// [`build`] for this rank's block of the chains laid out over `ranks`.
+pub fn build_on(
+    config: &MnistConfig,
+    data: &MnistData,
+    device: &Device,
+    ranks: &Ranks,
+) -> Result<MnistSampler, AppError> {
     let posterior = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale {
@@ -144,11 +172,18 @@ pub fn build(
         image_size: data.train.rows,
         ..CnnConfig::default()
     };
-    let modules = init::chains(device, config.seed, config.chains, || cnn.init(device));
-    let ensemble = ModuleEnsemble::new(posterior, modules, config.seed)?;
+    let placement = ranks.placement(config.chains)?;
+    let here = placement.here();
+    let modules = init::chains_in(device, config.seed, here.clone(), || cnn.init(device));
+    let ensemble = ModuleEnsemble::new_part(posterior, modules, config.seed, here.start)?;
     let total = (config.epochs * steps_per_epoch(config, data)) as u64;
-    let sampler = config.spec(total)?.build(ensemble, config.seed)?;
-    if let Some(reach) = sampler.multiplier_reach(total).filter(|r| *r < 0.01) {
+    let sampler = config
+        .spec(total)?
+        .build_placed(ensemble, config.seed, placement)?;
+    if let Some(reach) = sampler
+        .multiplier_reach(total)
+        .filter(|r| *r < 0.01 && ranks.is_leader())
+    {
         // E.g. `csgld`: the power field at zeta 3e4 from a uniform theta over 10,000 bins.
         eprintln!(
             "warning: {}: theta cannot move in this run (the multiplier can leave 1 by at most \
@@ -197,6 +232,7 @@ fn is_eval_epoch(config: &MnistConfig, e: usize) -> bool {
 struct Recorder<'a> {
     config: &'a MnistConfig,
     data: &'a MnistData,
+    ranks: &'a Ranks,
     plain: Device,
     burn_epochs: usize,
     held: Option<Vec<Cnn>>,
@@ -224,11 +260,12 @@ impl Observer<MnistSampler> for Recorder<'_> {
         report: &StepReport,
     ) -> Result<(), RunError> {
         self.record.train_seconds += self.clock.elapsed().as_secs_f64();
-        for (p, &energy) in report.energies.iter().enumerate() {
+        // This rank's chains (all of them in one process); rank 0 joins the rows at the end.
+        for p in report.local.clone() {
             self.record.steps.push(StepRow {
                 step: report.step,
                 chain: p,
-                energy,
+                energy: report.energies[p],
                 multiplier: report.step_sizes[p].multiplier,
                 log_weight: report.log_weights[p],
             });
@@ -257,6 +294,8 @@ impl Observer<MnistSampler> for Recorder<'_> {
 }
 
 impl Recorder<'_> {
+    /// Scores this rank's held `models` (its chains, in order) and, on rank 0, folds every
+    /// chain's predictions in chain order into the averages and the evaluation row.
     fn evaluate(
         &mut self,
         at: &Progress,
@@ -265,17 +304,21 @@ impl Recorder<'_> {
     ) -> Result<(), AppError> {
         let e = at.epoch() as usize;
         let sampling = report.phase != Some(Phase::Exploration);
+        let collect = e >= self.burn_epochs && sampling;
+        let mine = models
+            .iter()
+            .map(|m| ChainPredictions::of(m, self.data, &self.plain, collect))
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(all) = self.ranks.gather_chains(mine)? else {
+            return Ok(());
+        };
         let classes = self.config.classes.len();
         let mut chain_accuracy = Vec::new();
-        for (p, m) in models.iter().enumerate() {
-            let probs = if e >= self.burn_epochs && sampling {
-                self.record
-                    .averages
-                    .add(m, report.log_weights[p], self.data, &self.plain)?
-            } else {
-                crate::mnist::eval::probabilities(m, &self.data.test, &self.plain)?
-            };
-            chain_accuracy.push(scores(&probs, &self.data.test, classes).accuracy);
+        for (p, predictions) in all.iter().enumerate() {
+            if predictions.collected {
+                self.record.averages.add(report.log_weights[p], predictions);
+            }
+            chain_accuracy.push(scores(&predictions.test, &self.data.test, classes).accuracy);
         }
         let bma = self
             .record
@@ -295,24 +338,28 @@ impl Recorder<'_> {
     }
 }
 
-/// Runs (or continues, from `resume`) `meta.config` to the end or `stop`, checkpointing into
-/// `dir` with `meta` (and writing the config to its `config.toml`). Returns the record.
+/// Runs (or continues, from `resume`) `meta.config` to the end or `stop` on this rank's chains
+/// of `ranks`, checkpointing into `dir` with `meta` (rank 0 writes the config to its
+/// `config.toml`). Returns the record: on rank 0 of a finished run every chain's rows, on the
+/// other ranks their own.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     meta: &MnistMeta,
     data: &MnistData,
     sampler: &mut MnistSampler,
-    resume: Option<Checkpoint>,
+    resume: Option<Resume>,
     dir: &Path,
     device: &Device,
     stop: Stop,
     show_progress: bool,
+    ranks: &Ranks,
 ) -> Result<Record, AppError> {
     let config = &meta.config;
     let per_epoch = steps_per_epoch(config, data) as u64;
     let mut recorder = Recorder {
         config,
         data,
+        ranks,
         plain: device.clone().inner(),
         burn_epochs: (config.burn_fraction * config.epochs as f64).floor() as usize,
         held: None,
@@ -320,28 +367,36 @@ pub fn train(
         clock: Instant::now(),
     };
     let total = config.epochs as u64 * per_epoch;
-    let pb = progress::bar(total, &config.sampler, show_progress);
+    let pb = progress::bar(total, &config.sampler, show_progress && ranks.is_leader());
     let mut progress = progress::report(&pb, 1000);
     let meta = sgmcmc_engine::observer::encode(meta)?;
+    let every = config.checkpoint_every as u64 * per_epoch;
+    let checkpoints = Checkpoints::new(checkpoint_path(dir), every).with_meta(meta);
     let mut run = Run::epochs(config.epochs as u64)
         .keep_when(|_| false)
         .observe(&mut recorder)
         .observe(&mut progress)
-        .checkpoints(
-            Checkpoints::new(
-                checkpoint_path(dir),
-                config.checkpoint_every as u64 * per_epoch,
-            )
-            .with_meta(meta),
-        );
+        .checkpoints(ranks.checkpoints(checkpoints));
     if let Some(after) = stop.after_epochs {
         run = run.stop_after(after as u64 * per_epoch);
     }
-    if let Some(c) = resume {
-        run = run.resume(c);
+    if let Some(r) = resume {
+        run = r.apply(run);
     }
-    write_toml(&dir.join("config.toml"), config)?;
-    run.run(sampler, &mut batches(config, data, device)?)?;
+    if ranks.is_leader() {
+        write_toml(&dir.join("config.toml"), config)?;
+    }
+    let layout = ChainLayout::even(config.chains, ranks.size())?;
+    let mut batches = batches(config, data, device)?;
+    ranks.settle(run.run(sampler, &mut batches), &layout)?;
     pb.finish_and_clear();
-    Ok(recorder.record)
+    let mut record = recorder.record;
+    if record.epochs_done == config.epochs
+        && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?
+    {
+        // Every chain's rows in step and chain order, as one process records them.
+        record.steps = parts.into_iter().flatten().collect();
+        record.steps.sort_by_key(|r| (r.step, r.chain));
+    }
+    Ok(record)
 }

@@ -6,14 +6,11 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_engine::Checkpoint;
-use sgmcmc_engine::checkpoint_parts::{Manifest, read_part};
-use sgmcmc_samplers::comm::ChainLayout;
 
 use super::config::ToyConfig;
 use super::run::{Persist, ToyOutcome, run_toy_on};
 use crate::cli::{ToyArgs, report_toy};
-use crate::distributed::Ranks;
+use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 
 /// The checkpoint file (the manifest of a distributed run) in a run folder.
@@ -107,59 +104,22 @@ pub fn finish_distributed(
 /// `sgmcmc toy --resume DIR [--distributed] [--stop-after N]`.
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
-    if a.distributed {
-        let ranks = Ranks::join()?;
-        let fail = |e: AppError| -> ! { ranks.fail(&e, None) };
-        let (c, part, manifest) =
-            read_part(&path, ranks.comm().as_ref()).unwrap_or_else(|e| fail(e.into()));
-        let meta = decode(&path, &c.meta).unwrap_or_else(|e| fail(e));
-        let layout =
-            ChainLayout::even(meta.config.chains, ranks.size()).unwrap_or_else(|e| fail(e.into()));
-        if let Err(e) = manifest.check_chains(&path, layout.counts()) {
-            fail(e.into());
-        }
-        let persist = resumed(&path, &meta, a, c, Some(part))?;
-        return finish_distributed(&ranks, &meta.config, dir, !a.quiet, Some(persist));
-    }
-    let c = Checkpoint::read(&path).map_err(|e| one_process_error(&path, e.into()))?;
-    let meta = decode(&path, &c.meta)?;
-    let persist = resumed(&path, &meta, a, c, None)?;
-    match run_toy_on(&meta.config, !a.quiet, None, Some(persist))? {
-        Some(o) => report_or_stop(&meta.config, &o, dir, None),
-        None => Ok(()),
-    }
-}
-
-fn resumed(
-    path: &Path,
-    meta: &Meta,
-    a: &ToyArgs,
-    c: Checkpoint,
-    part: Option<std::path::PathBuf>,
-) -> Result<Persist, AppError> {
-    Ok(Persist {
-        path: path.to_path_buf(),
+    let ranks = Ranks::of(a.distributed)?;
+    let resume = Resume::read(&path, &ranks, "toy")?;
+    let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
+    ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;
+    let persist = Persist {
+        path: path.clone(),
         every: meta.checkpoint_every,
         stop_after: a.stop_after,
         meta: encode(meta.checkpoint_every, &meta.config)?,
-        resume: Some((c, part)),
-    })
-}
-
-/// A one-process resume of a distributed run's manifest says how to resume it.
-fn one_process_error(path: &Path, e: AppError) -> AppError {
-    let manifest = std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
-    match manifest {
-        Some(m) => AppError::Usage(format!(
-            "{}: a checkpoint of {} ranks; resume it with `mpirun -np {} sgmcmc toy --resume {} \
-             --distributed`",
-            path.display(),
-            m.ranks,
-            m.ranks,
-            path.parent().unwrap_or(Path::new(".")).display()
-        )),
-        None => e,
+        resume: Some(resume),
+    };
+    if a.distributed {
+        return finish_distributed(&ranks, &meta.config, dir, !a.quiet, Some(persist));
+    }
+    match run_toy_on(&meta.config, !a.quiet, None, Some(persist))? {
+        Some(o) => report_or_stop(&meta.config, &o, dir, None),
+        None => Ok(()),
     }
 }

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::observer::{decode, encode};
-use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Observer, Progress, Repeat, Run, RunError};
+use sgmcmc_engine::{Checkpoints, Kept, Observer, Progress, Repeat, Run, RunError};
 use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
@@ -19,7 +19,7 @@ use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
 use super::config::{Init, ToyConfig};
 use super::fault::Faulty;
 use super::replica::{ReplicaSummary, trace_row};
-use crate::distributed::{Ranks, diverged_chain};
+use crate::distributed::{Ranks, Resume, diverged_chain};
 use crate::error::AppError;
 use crate::progress;
 
@@ -72,7 +72,7 @@ pub struct Persist {
     /// Stop after this many steps in all (a checkpoint is written there).
     pub stop_after: Option<u64>,
     /// The checkpoint to continue from, with this rank's part of a distributed one.
-    pub resume: Option<(Checkpoint, Option<std::path::PathBuf>)>,
+    pub resume: Option<Resume>,
     /// The caller's record of the run, stored in every checkpoint ([`Checkpoint::meta`]).
     pub meta: Vec<u8>,
 }
@@ -288,11 +288,9 @@ where
         if let Some(n) = p.stop_after {
             run = run.stop_after(n);
         }
-        run = match p.resume {
-            Some((c, Some(part))) => run.resume_part(c, part),
-            Some((c, None)) => run.resume(c),
-            None => run,
-        };
+        if let Some(r) = p.resume {
+            run = r.apply(run);
+        }
     }
     let report = match (run.run(&mut sampler, &mut Repeat(())), ranks) {
         (Ok(r), _) => r,
@@ -310,7 +308,7 @@ where
         && !report.stopped
     {
         let records = match ranks {
-            Some(r) => match r.gather(&record).unwrap_or_else(|e| r.fail(&e, None)) {
+            Some(r) => match r.gather(record).unwrap_or_else(|e| r.fail(&e, None)) {
                 Some(all) => all,
                 None => return Ok(None),
             },

@@ -1,0 +1,85 @@
+//! Continuing a checkpointed run: the checkpoint file of a one-process run, or this rank's part
+//! of a distributed one (`sgmcmc_engine::checkpoint_parts`), on as many ranks as wrote it.
+
+use std::path::{Path, PathBuf};
+
+use sgmcmc_engine::checkpoint_parts::{Manifest, read_part};
+use sgmcmc_engine::{Checkpoint, Run};
+use sgmcmc_samplers::comm::ChainLayout;
+use sgmcmc_samplers::sampler::Sampler;
+
+use super::Ranks;
+use crate::error::AppError;
+
+/// The checkpoint a run continues from, with this rank's part of a distributed one.
+pub struct Resume {
+    /// The checkpoint (this rank's part of a distributed one): sampler, observers, meta.
+    pub checkpoint: Checkpoint,
+    part: Option<(PathBuf, Manifest)>,
+}
+
+impl Resume {
+    /// A one-process checkpoint.
+    pub fn whole(checkpoint: Checkpoint) -> Self {
+        Self {
+            checkpoint,
+            part: None,
+        }
+    }
+
+    /// Reads the checkpoint at `path` for `ranks`: in one process the file itself (a
+    /// distributed run's manifest is refused with the command that resumes it; `command` is
+    /// the subcommand, e.g. `mnist`), over several ranks this rank's part (the manifest read
+    /// on rank 0 and broadcast; another number of ranks is refused with the one that works).
+    /// A failure on any rank ends the job.
+    pub fn read(path: &Path, ranks: &Ranks, command: &str) -> Result<Self, AppError> {
+        if !ranks.is_distributed() {
+            let c =
+                Checkpoint::read(path).map_err(|e| one_process_error(path, e.into(), command))?;
+            return Ok(Self::whole(c));
+        }
+        let read = read_part(path, ranks.comm().as_ref()).map_err(AppError::from);
+        let (checkpoint, part, manifest) = ranks.agree(read)?;
+        Ok(Self {
+            checkpoint,
+            part: Some((part, manifest)),
+        })
+    }
+
+    /// Errors (on every rank alike) unless the checkpoint lays out `chains` chains over the
+    /// ranks as this run does.
+    pub fn check_chains(&self, path: &Path, chains: usize, ranks: &Ranks) -> Result<(), AppError> {
+        let Some((_, manifest)) = &self.part else {
+            return Ok(());
+        };
+        let layout = ChainLayout::even(chains, ranks.size())?;
+        Ok(manifest.check_chains(path, layout.counts())?)
+    }
+
+    /// `run` continuing from this checkpoint.
+    pub fn apply<'a, S: Sampler>(self, run: Run<'a, S>) -> Run<'a, S> {
+        match self.part {
+            Some((part, _)) => run.resume_part(self.checkpoint, part),
+            None => run.resume(self.checkpoint),
+        }
+    }
+}
+
+/// A one-process resume of a distributed run's manifest says how to resume it; other errors
+/// stay as they are.
+pub fn one_process_error(path: &Path, e: AppError, command: &str) -> AppError {
+    let manifest = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
+    match manifest {
+        Some(m) => AppError::Usage(format!(
+            "{}: a checkpoint of {} ranks; resume it with `mpirun -np {} sgmcmc {command} \
+             --resume {} --distributed`",
+            path.display(),
+            m.ranks,
+            m.ranks,
+            path.parent().unwrap_or(Path::new(".")).display()
+        )),
+        None => e,
+    }
+}
