@@ -166,3 +166,120 @@ fn mnist_over_ranks_writes_the_one_process_run() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// A UCI run folder with the wall times taken out: `summary.json` (every `wall_seconds`),
+/// `runs.csv` (its last column), `table.md` (its wall-time line) and each seed's
+/// `result.json`, as text.
+fn uci_outputs(dir: &Path, seeds: usize) -> Vec<String> {
+    fn strip(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                m.remove("wall_seconds");
+                m.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let json = |p: PathBuf| {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        strip(&mut v);
+        v.to_string()
+    };
+    let text = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    let mut out = vec![
+        json(dir.join("summary.json")),
+        text("runs.csv")
+            .lines()
+            .map(|l| l.rsplit_once(',').map_or(l, |(head, _)| head).to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        text("table.md")
+            .lines()
+            .filter(|l| !l.starts_with("wall time"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        text("config.toml"),
+    ];
+    out.extend((0..seeds).map(|k| json(dir.join(format!("seed-{k}/result.json")))));
+    out
+}
+
+#[test]
+fn uci_over_ranks_writes_the_one_process_run() {
+    let dir = tmp("mpi-uci");
+    let data = dir.join("synthetic");
+    sgmcmc::data::uci::write_synthetic(&data, 300, 4, 2, 0.1, 7).unwrap();
+    let data = data.to_string_lossy().into_owned();
+    // Two seeds (two splits) of 30 epochs (5 steps each), checkpointed (so every seed writes
+    // its `result.json`): ICSGLD x 4 (shared theta, importance weights), DEO*-SGD x 4 (swaps
+    // and an adaptive ladder) and SGLD x 3 (independent chains, 2 + 1 per rank).
+    for (sampler, chains, np) in [("icsgld", "4", 4), ("deo-sgd", "4", 2), ("sgld", "3", 2)] {
+        let args = [
+            "uci",
+            "--dataset",
+            &data,
+            "--sampler",
+            sampler,
+            "--chains",
+            chains,
+            "--seeds",
+            "2",
+            "--epochs",
+            "30",
+            "--checkpoint-every",
+            "40",
+            "--jobs",
+            "1",
+        ];
+        let one = dir.join(format!("{sampler}-one"));
+        let many = dir.join(format!("{sampler}-np{np}"));
+        let (one_s, many_s) = (one.to_string_lossy(), many.to_string_lossy());
+        let mut a = args.to_vec();
+        a.extend(["--out", &one_s]);
+        one_process(&a);
+        let mut a = args.to_vec();
+        a.extend(["--distributed", "--out", &many_s]);
+        let printed = distributed(np, &a, LIMIT);
+        assert!(
+            printed.contains(&format!("each over {np} ranks")),
+            "{printed}"
+        );
+        let (x, y) = (uci_outputs(&one, 2), uci_outputs(&many, 2));
+        for (a, b) in x.iter().zip(&y) {
+            assert_eq!(a, b, "{sampler} over {np} ranks");
+        }
+        assert!(x[0].contains("\"rmse\""), "{}", x[0]);
+    }
+    // Resumed with seed 1's result gone: seed 0's is read back, seed 1 continues from its last
+    // checkpoint (the final one: every rank's part holds its chains' averaged models), refused
+    // on 2 ranks and in one process, and on 4 ranks gives the same result.
+    let many = dir.join("icsgld-np4");
+    let m = many.to_string_lossy().into_owned();
+    std::fs::remove_file(many.join("seed-1/result.json")).unwrap();
+    fails_naming(
+        2,
+        &["uci", "--resume", &m, "--distributed"],
+        Duration::from_secs(60),
+        "written by 4 ranks and this run has 2: resume with `mpirun -np 4`",
+    );
+    let err = common::cli::sgmcmc(&["uci", "--resume", &m]);
+    assert!(
+        String::from_utf8_lossy(&err.stderr).contains(&format!(
+            "a checkpoint of 4 ranks; resume it with `mpirun -np 4 sgmcmc uci --resume {m} \
+             --distributed`"
+        )),
+        "{}",
+        String::from_utf8_lossy(&err.stderr)
+    );
+    distributed(4, &["uci", "--resume", &m, "--distributed"], LIMIT);
+    assert_eq!(
+        uci_outputs(&dir.join("icsgld-one"), 2),
+        uci_outputs(&many, 2),
+        "icsgld resumed over 4 ranks"
+    );
+    if std::env::var_os("KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

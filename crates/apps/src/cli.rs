@@ -226,7 +226,7 @@ const RESUME_KEEPS: &[(&str, &[&str])] = &[
 /// The flags `--config` takes beside it where the file is a whole run's configuration (the
 /// `config.toml` a run wrote): where and how to run it, and the run's length and seeds.
 const CONFIG_KEEPS: &[(&str, &[&str])] = &[
-    ("uci", &["out", "force", "jobs", "data_dir"]),
+    ("uci", &["out", "force", "jobs", "data_dir", "distributed"]),
     ("vr-resgld", &["out", "force", "iters", "seed"]),
     (
         "bandit",

@@ -28,14 +28,14 @@ impl Resume {
     }
 
     /// Reads the checkpoint at `path` for `ranks`: in one process the file itself (a
-    /// distributed run's manifest is refused with the command that resumes it; `command` is
-    /// the subcommand, e.g. `mnist`), over several ranks this rank's part (the manifest read
-    /// on rank 0 and broadcast; another number of ranks is refused with the one that works).
-    /// A failure on any rank ends the job.
-    pub fn read(path: &Path, ranks: &Ranks, command: &str) -> Result<Self, AppError> {
+    /// distributed run's manifest is refused with the command that resumes it; `resume` is the
+    /// one-process command, e.g. `sgmcmc mnist --resume DIR`), over several ranks this rank's
+    /// part (the manifest read on rank 0 and broadcast; another number of ranks is refused
+    /// with the one that works). A failure on any rank ends the job.
+    pub fn read(path: &Path, ranks: &Ranks, resume: &str) -> Result<Self, AppError> {
         if !ranks.is_distributed() {
             let c =
-                Checkpoint::read(path).map_err(|e| one_process_error(path, e.into(), command))?;
+                Checkpoint::read(path).map_err(|e| one_process_error(path, e.into(), resume))?;
             return Ok(Self::whole(c));
         }
         let read = read_part(path, ranks.comm().as_ref()).map_err(AppError::from);
@@ -65,20 +65,18 @@ impl Resume {
     }
 }
 
-/// A one-process resume of a distributed run's manifest says how to resume it; other errors
-/// stay as they are.
-pub fn one_process_error(path: &Path, e: AppError, command: &str) -> AppError {
+/// A one-process resume (`resume`, e.g. `sgmcmc mnist --resume DIR`) of a distributed run's
+/// manifest says how to resume it; other errors stay as they are.
+pub fn one_process_error(path: &Path, e: AppError, resume: &str) -> AppError {
     let manifest = std::fs::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
     match manifest {
         Some(m) => AppError::Usage(format!(
-            "{}: a checkpoint of {} ranks; resume it with `mpirun -np {} sgmcmc {command} \
-             --resume {} --distributed`",
+            "{}: a checkpoint of {} ranks; resume it with `mpirun -np {} {resume} --distributed`",
             path.display(),
             m.ranks,
             m.ranks,
-            path.parent().unwrap_or(Path::new(".")).display()
         )),
         None => e,
     }

@@ -119,7 +119,11 @@ pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> 
 /// refused on another number of ranks) and what it records.
 pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(MnistMeta, Resume), AppError> {
     let path = checkpoint_path(dir);
-    let r = Resume::read(&path, ranks, "mnist")?;
+    let r = Resume::read(
+        &path,
+        ranks,
+        &format!("sgmcmc mnist --resume {}", dir.display()),
+    )?;
     let meta: MnistMeta = ranks.agree(
         sgmcmc_engine::observer::decode(&r.checkpoint.meta).map_err(|e| {
             AppError::Input(format!(

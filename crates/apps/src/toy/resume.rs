@@ -105,7 +105,8 @@ pub fn finish_distributed(
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
     let ranks = Ranks::of(a.distributed)?;
-    let resume = Resume::read(&path, &ranks, "toy")?;
+    let hint = format!("sgmcmc toy --resume {}", dir.display());
+    let resume = Resume::read(&path, &ranks, &hint)?;
     let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
     ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;
     let persist = Persist {

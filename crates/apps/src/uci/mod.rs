@@ -14,6 +14,7 @@
 //! works; a path to a folder works too).
 
 pub mod contour_stats;
+mod distributed;
 pub mod protocol;
 
 use std::path::{Path, PathBuf};
@@ -24,9 +25,10 @@ use sgmcmc_data::UciDataset;
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::Family;
 
-use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split};
+use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
 use crate::data_record::{DataDigest, DataRecord};
 use crate::device::DeviceChoice;
+use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::output;
 
@@ -131,8 +133,13 @@ pub struct UciArgs {
     #[arg(long)]
     pub noise_rate: Option<f64>,
     /// Run the grid of 4 datasets x 6 samplers and print the table.
-    #[arg(long, conflicts_with_all = ["dataset", "sampler", "save_samples", "checkpoint_every"])]
+    #[arg(long, conflicts_with_all = ["dataset", "sampler", "save_samples", "checkpoint_every", "distributed"])]
     pub table: bool,
+    /// Spread each run's chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 2
+    /// sgmcmc uci --sampler icsgld --chains 4 --distributed`. The seeds run one after another
+    /// (`--jobs` does not apply); rank 0 writes the run folder.
+    #[arg(long, conflicts_with = "save_samples")]
+    pub distributed: bool,
     /// Tensor device.
     #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
     pub device: DeviceChoice,
@@ -385,7 +392,9 @@ fn run_jobs(
                             .find(|d| d.0 == job.dataset)
                             .expect("loaded")
                             .1;
-                        let r = run_job(job, data, &device);
+                        let r = run_job(job, data, &device, &Ranks::local()).and_then(|r| {
+                            r.ok_or_else(|| AppError::Run("a one-process run has no result".into()))
+                        });
                         results.lock().expect("results")[i] = Some(r);
                         pb.inc(1);
                     }
@@ -418,40 +427,66 @@ fn run_jobs(
         .collect()
 }
 
-/// One job: a finished one's `result.json` is read back, else the run runs (or resumes).
+/// One job on this rank's chains of `ranks`: a finished one's `result.json` is read back (by
+/// rank 0, which alone returns results), else the run runs (or resumes).
 fn run_job(
     job: &Job,
     data: &UciDataset,
     device: &burn::tensor::Device,
-) -> Result<UciResult, AppError> {
+    ranks: &Ranks,
+) -> Result<Option<UciResult>, AppError> {
     let done = job.files.as_ref().map(|f| f.dir.join("result.json"));
-    if let Some(path) = done.as_ref().filter(|p| p.exists()) {
-        let text = std::fs::read_to_string(path)
+    let finished = done.as_ref().is_some_and(|p| p.exists());
+    if ranks.broadcast(finished)? {
+        let Some(path) = done.filter(|_| ranks.is_leader()) else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(&path)
             .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
         return serde_json::from_str(&text)
+            .map(Some)
             .map_err(|e| AppError::Input(format!("{}: {e}", path.display())));
     }
     let split = data.split((job.run.seed as usize) % data.splits.len())?;
     if let Some(f) = &job.files {
         output::run_dir(&f.dir)?;
     }
-    let r = run_split(&job.run, &split, device, job.files.as_ref())?;
-    if let Some(path) = done {
-        output::write_json(&path, &r)?;
+    let r = run_split_on(&job.run, &split, device, job.files.as_ref(), ranks)?;
+    if let (Some(path), Some(r)) = (done, &r) {
+        output::write_json(&path, r)?;
     }
     Ok(r)
 }
 
 /// `sgmcmc uci`.
 pub fn run(a: &UciArgs) -> Result<(), AppError> {
+    if a.table && a.resume.is_none() && a.config.is_none() {
+        return table(a);
+    }
+    if a.distributed {
+        return distributed::run(a);
+    }
+    let p = prepare(a)?;
+    single(&Ranks::local(), &p.config, p.data, a.jobs, &p.out, p.resume)
+}
+
+/// A run ready to start or continue: its settings (written to `out/config.toml`), its data and
+/// folder, and whether it continues one.
+struct Prepared {
+    config: UciConfig,
+    data: UciDataset,
+    out: PathBuf,
+    resume: bool,
+}
+
+/// The run `a` asks for: a new one (its folder prepared), the one a `config.toml` describes
+/// (`--config`), or the one in a folder to continue (`--resume`).
+fn prepare(a: &UciArgs) -> Result<Prepared, AppError> {
     if let Some(dir) = &a.resume {
-        return resume(a, dir);
+        return resume(dir);
     }
     if let Some(path) = &a.config {
         return repeat(a, path);
-    }
-    if a.table {
-        return table(a);
     }
     check_counts(a)?;
     let out = a.out.clone().unwrap_or_else(|| {
@@ -476,7 +511,12 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     let data = load(&dir)?;
     config.data = Some(DataRecord::new(&dir, digest(&data))?);
     output::write_toml(&out.join("config.toml"), &config)?;
-    single(&config, data, a.jobs, &out, false)
+    Ok(Prepared {
+        config,
+        data,
+        out,
+        resume: false,
+    })
 }
 
 /// The dataset in `dir`; errors name the dataset.
@@ -497,9 +537,21 @@ fn digest(data: &UciDataset) -> DataDigest {
 /// `sgmcmc uci --resume DIR`: the configuration of `DIR/config.toml` on the data folder it
 /// records (refused if its data changed), finished seeds read back, the others continued from
 /// their checkpoints.
-fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
+fn resume(dir: &Path) -> Result<Prepared, AppError> {
     let path = dir.join("config.toml");
     let config = read_config(&path)?;
+    let data = recorded_data(&config, &path)?;
+    Ok(Prepared {
+        config,
+        data,
+        out: dir.to_path_buf(),
+        resume: true,
+    })
+}
+
+/// The data `config` records (read from its folder), refused if it changed since; `path`
+/// names the configuration in errors.
+fn recorded_data(config: &UciConfig, path: &Path) -> Result<UciDataset, AppError> {
     let recorded = config.data.as_ref().ok_or_else(|| {
         AppError::Input(format!(
             "{}: no record of the data the run read (written by an older sgmcmc); start the \
@@ -509,7 +561,7 @@ fn resume(a: &UciArgs, dir: &Path) -> Result<(), AppError> {
     })?;
     let data = load(&recorded.dir)?;
     recorded.check(&DataRecord::new(&recorded.dir, digest(&data))?)?;
-    single(&config, data, a.jobs, dir, true)
+    Ok(data)
 }
 
 /// A run's `config.toml`.
@@ -527,7 +579,7 @@ fn read_config(path: &Path) -> Result<UciConfig, AppError> {
 
 /// `sgmcmc uci --config FILE`: the run a `config.toml` describes, from scratch into `--out`
 /// (its data folder, or `--data-dir`'s, is read and recorded anew).
-fn repeat(a: &UciArgs, path: &Path) -> Result<(), AppError> {
+fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
     let mut config = read_config(path)?;
     if a.data_dir.is_some() {
         config.data_dir = a.data_dir.clone();
@@ -550,11 +602,18 @@ fn repeat(a: &UciArgs, path: &Path) -> Result<(), AppError> {
     let data = load(&dir)?;
     config.data = Some(DataRecord::new(&dir, digest(&data))?);
     output::write_toml(&out.join("config.toml"), &config)?;
-    single(&config, data, a.jobs, &out, false)
+    Ok(Prepared {
+        config,
+        data,
+        out,
+        resume: false,
+    })
 }
 
-/// Runs the seeds of one configuration on `data` into `out`.
+/// Runs the seeds of one configuration on `data` into `out`: on `threads` runs at a time in
+/// one process, one after another over the ranks of a distributed run (rank 0 reports).
 fn single(
+    ranks: &Ranks,
     config: &UciConfig,
     data: UciDataset,
     threads: usize,
@@ -579,11 +638,27 @@ fn single(
         })
         .collect();
     let start = std::time::Instant::now();
-    let results = run_jobs(config.device, threads, &jobs, &datasets)?;
-    let sampler = config.run.sampler.name.clone();
-    let cells = vec![cell(&config.dataset, &sampler, results)];
-    let wall = start.elapsed().as_secs_f64();
-    report(&cells, config.seeds, wall, config.run.noise, out, false)
+    let results = if ranks.is_distributed() {
+        distributed::run_jobs(ranks, config.device, &jobs, &datasets[0].1)?
+    } else {
+        run_jobs(config.device, threads, &jobs, &datasets)?
+    };
+    ranks.on_leader(|| {
+        let sampler = config.run.sampler.name.clone();
+        let cells = vec![cell(&config.dataset, &sampler, results)];
+        let wall = start.elapsed().as_secs_f64();
+        report(&cells, config.seeds, wall, config.run.noise, out, false)?;
+        if ranks.is_distributed() {
+            println!(
+                "{} seeds of {} x {} chains, each over {} ranks",
+                config.seeds,
+                sampler,
+                config.run.chains,
+                ranks.size()
+            );
+        }
+        Ok(())
+    })
 }
 
 /// `sgmcmc uci --table`: 4 datasets x 6 samplers.

@@ -41,9 +41,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
 use sgmcmc_engine::observers::SampleSaver;
-use sgmcmc_engine::{
-    BatchSource, Checkpoint, Checkpoints, Kept, Observer, Progress, Run, RunError, init,
-};
+use sgmcmc_engine::{BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, init};
 use sgmcmc_models::metrics::{gaussian_nll, rmse};
 use sgmcmc_models::mixture_nll::MixtureNll;
 use sgmcmc_models::mlp::MlpPosterior;
@@ -51,6 +49,7 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
     Activation, Likelihood, MlpConfig, Network, Posterior, Scale, Targets, WithNoise,
 };
+use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::control::{RandomField, ThetaInit};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
@@ -59,6 +58,7 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::StepReport;
 
 use super::contour_stats::ContourStats;
+use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 
 /// The observation noise model of a run.
@@ -243,7 +243,7 @@ pub struct UciResult {
 /// Where a run keeps its files (checkpoints, saved samples).
 #[derive(Clone, Debug, Default)]
 pub struct RunFiles {
-    /// The run's folder.
+    /// The run's folder (`seed-K` in the command's folder).
     pub dir: PathBuf,
     /// Steps between checkpoints (0: none).
     pub checkpoint_every: u64,
@@ -251,6 +251,13 @@ pub struct RunFiles {
     pub save_samples: bool,
     /// Continue from `dir/checkpoint.cbor` if it exists.
     pub resume: bool,
+}
+
+impl RunFiles {
+    /// The folder of the command's run that holds this one (`--resume` takes it).
+    fn run_dir(&self) -> &std::path::Path {
+        self.dir.parent().unwrap_or(&self.dir)
+    }
 }
 
 /// The paper's minibatches: the training rows shuffled in place by one Fisher-Yates pass per
@@ -328,6 +335,50 @@ struct Sums {
     mixture: MixtureNll,
     sd: f64,
     stats: Option<ContourStats>,
+    /// A rank of a distributed run: its kept models, folded on rank 0 at the end.
+    #[serde(default)]
+    kept: Vec<KeptModel>,
+}
+
+/// One averaged model's predictions: what a rank of a distributed run sends to rank 0.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct KeptModel {
+    step: u64,
+    chain: usize,
+    /// The importance weight of the pre-move point, the model taken.
+    weight: f64,
+    test: Vec<f64>,
+    train: Vec<f64>,
+    /// The sampled `ln lambda` (learned noise).
+    log_precision: Option<f64>,
+}
+
+impl Sums {
+    /// Adds one model; models are added in step and chain order (the sums' rounding).
+    fn fold(&mut self, m: &KeptModel, back: &dyn Fn(f64) -> f64, unit: f64) {
+        let w = m.weight;
+        if let Some(st) = self.stats.as_mut() {
+            st.model(w);
+        }
+        for (sum, (q, p)) in self
+            .test
+            .iter_mut()
+            .zip(self.test_sq.iter_mut().zip(&m.test))
+        {
+            *sum += w * p;
+            *q += w * p * p;
+        }
+        for (sum, p) in self.train.iter_mut().zip(&m.train) {
+            *sum += w * p;
+        }
+        if let Some(lp) = m.log_precision {
+            let sd = unit * (-0.5 * lp).exp();
+            let means: Vec<f64> = m.test.iter().map(|p| back(*p)).collect();
+            self.mixture.add(w, &means, sd);
+            self.sd += w * sd;
+        }
+        self.weight += w;
+    }
 }
 
 /// The UCI observer: accumulates [`Sums`] at kept steps and the contour statistics every step.
@@ -338,6 +389,8 @@ struct Average<'a> {
     unit: f64,
     burn_in: u64,
     sums: Sums,
+    /// Whether the kept models are recorded for rank 0 instead of folded here.
+    record: bool,
 }
 
 fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, RunError> {
@@ -369,31 +422,23 @@ where
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        let s = &mut self.sums;
         for &c in kept.chains {
-            let m = &kept.points[c];
-            // The importance weight of the pre-move point, the model taken.
-            let w = kept.report.weights[c];
-            if let Some(st) = s.stats.as_mut() {
-                st.model(w);
+            let m = &kept.points[kept.index(c)];
+            let model = KeptModel {
+                step: kept.step,
+                chain: c,
+                weight: kept.report.weights[c],
+                test: to_vec(m.forward(self.x_test.clone()))?,
+                train: to_vec(m.forward(self.x_train.clone()))?,
+                log_precision: m
+                    .log_precision()
+                    .map(|lp| f64::from(lp.val().into_scalar::<f32>())),
+            };
+            if self.record {
+                self.sums.kept.push(model);
+            } else {
+                self.sums.fold(&model, self.back, self.unit);
             }
-            let pt = to_vec(m.forward(self.x_test.clone()))?;
-            let pr = to_vec(m.forward(self.x_train.clone()))?;
-            for (sum, (q, p)) in s.test.iter_mut().zip(s.test_sq.iter_mut().zip(&pt)) {
-                *sum += w * p;
-                *q += w * p * p;
-            }
-            for (sum, p) in s.train.iter_mut().zip(&pr) {
-                *sum += w * p;
-            }
-            if let Some(lp) = m.log_precision() {
-                let lp = f64::from(lp.val().into_scalar::<f32>());
-                let sd = self.unit * (-0.5 * lp).exp();
-                let means: Vec<f64> = pt.iter().map(|p| (self.back)(*p)).collect();
-                s.mixture.add(w, &means, sd);
-                s.sd += w * sd;
-            }
-            s.weight += w;
         }
         Ok(())
     }
@@ -421,6 +466,20 @@ pub fn run_split(
     device: &Device,
     files: Option<&RunFiles>,
 ) -> Result<UciResult, AppError> {
+    run_split_on(run, data, device, files, &Ranks::local())?
+        .ok_or_else(|| AppError::Run("a one-process run has no result".into()))
+}
+
+/// [`run_split`] on this rank's block of the chains laid out over `ranks`: every rank records
+/// its chains' averaged models, rank 0 folds them in step and chain order (the one-process
+/// order, so the sums are its bits) and returns the result (`None` on the other ranks).
+pub fn run_split_on(
+    run: &UciRun,
+    data: &SplitData,
+    device: &Device,
+    files: Option<&RunFiles>,
+    ranks: &Ranks,
+) -> Result<Option<UciResult>, AppError> {
     let run = &run.resolved(data.n_train());
     let mlp = uci_mlp(data.n_features);
     run.noise.validate()?;
@@ -428,29 +487,39 @@ pub fn run_split(
         likelihood: run.noise.likelihood(),
         scale: Scale::from_weight_decay(data.n_train(), run.weight_decay),
     };
-    let n = run.chains.max(1);
+    let placement = ranks.placement(run.chains.max(1))?;
+    let here = placement.here();
+    let job = Job {
+        run,
+        data,
+        files,
+        ranks,
+        placement,
+    };
     match run.noise {
         UciNoise::Fixed { .. } => {
             let plain = device.clone().without_autodiff();
-            let models = init::chains(&plain, run.seed, n, || mlp.init(&plain));
-            run_model(
-                run,
-                data,
-                &plain,
-                models,
-                MlpPosterior::new(posterior),
-                files,
-            )
+            let models = init::chains_in(&plain, run.seed, here, || mlp.init(&plain));
+            run_model(job, &plain, models, MlpPosterior::new(posterior))
         }
         UciNoise::Learned { .. } => {
             let ad = device.clone().autodiff();
-            let models = init::chains(&ad, run.seed, n, || mlp.init(&ad))
+            let models = init::chains_in(&ad, run.seed, here, || mlp.init(&ad))
                 .into_iter()
                 .map(|net| WithNoise::new(net, 1.0, &ad))
                 .collect::<Result<Vec<_>, _>>()?;
-            run_model(run, data, &ad, models, posterior, files)
+            run_model(job, &ad, models, posterior)
         }
     }
+}
+
+/// What one run's chains run on, beside the models.
+struct Job<'a> {
+    run: &'a UciRun,
+    data: &'a SplitData,
+    files: Option<&'a RunFiles>,
+    ranks: &'a Ranks,
+    placement: Placement,
 }
 
 /// The paper's network: one hidden layer of 50 ReLU units.
@@ -463,20 +532,25 @@ pub fn uci_mlp(inputs: usize) -> MlpConfig {
     }
 }
 
-/// [`run_split`] for given initial models (MLPs, or MLPs with a learned noise precision) and
-/// their posterior.
+/// [`run_split_on`] for this rank's initial models (MLPs, or MLPs with a learned noise
+/// precision) and their posterior.
 fn run_model<M, T>(
-    run: &UciRun,
-    data: &SplitData,
+    job: Job<'_>,
     device: &Device,
     models: Vec<M>,
     posterior: T,
-    files: Option<&RunFiles>,
-) -> Result<UciResult, AppError>
+) -> Result<Option<UciResult>, AppError>
 where
     M: Network<Input = Tensor<2>>,
     T: Target<M, Batch = Batch<Tensor<2>>>,
 {
+    let Job {
+        run,
+        data,
+        files,
+        ranks,
+        placement,
+    } = job;
     let (n, d) = (data.n_train(), data.n_features);
     if run.batch == 0 || n < run.batch {
         return Err(AppError::Input(format!(
@@ -508,9 +582,13 @@ where
     let total = run.epochs as u64 * per_epoch;
     let burn = total / 2;
     let every = ((total - burn) / run.models.max(1) as u64).max(1);
-    let ctx = BuildContext::steps(total).chains(models.len());
-    let ens = ModuleEnsemble::new(posterior, models, run.seed)?;
-    let mut sampler = run.sampler.spec(&ctx)?.build(ens, run.seed)?;
+    let ctx = BuildContext::steps(total).chains(placement.total());
+    let layout = placement.layout().clone();
+    let ens = ModuleEnsemble::new_part(posterior, models, run.seed, placement.here().start)?;
+    let mut sampler = run
+        .sampler
+        .spec(&ctx)?
+        .build_placed(ens, run.seed, placement)?;
     let mut average = Average {
         x_test,
         x_train: x_train.clone(),
@@ -525,7 +603,9 @@ where
             mixture: MixtureNll::new(data.y_test_raw.clone()),
             sd: 0.0,
             stats: sampler.multiplier_reach(total).map(ContourStats::new),
+            kept: Vec::new(),
         },
+        record: ranks.is_distributed(),
     };
     // `theta` before the run (a resumed run restores the sampler inside `Run::run`).
     let theta_start = sampler.theta().map_or(Vec::new(), |t| t.theta().to_vec());
@@ -555,13 +635,27 @@ where
     }
     if let Some(f) = files.filter(|f| f.checkpoint_every > 0) {
         let path = f.dir.join("checkpoint.cbor");
-        if f.resume && path.exists() {
-            r = r.resume(Checkpoint::read(&path)?);
+        // Rank 0 looks for a manifest (each rank's part sits beside it).
+        if f.resume && ranks.broadcast(path.exists())? {
+            let hint = format!("sgmcmc uci --resume {}", f.run_dir().display());
+            let resume = Resume::read(&path, ranks, &hint)?;
+            ranks.agree(resume.check_chains(&path, layout.total(), ranks))?;
+            r = resume.apply(r);
         }
-        r = r.checkpoints(Checkpoints::new(path, f.checkpoint_every));
+        r = r.checkpoints(ranks.checkpoints(Checkpoints::new(path, f.checkpoint_every)));
     }
-    let report = r.run(&mut sampler, &mut batches)?;
-    let s = average.sums;
+    let report = ranks.settle(r.run(&mut sampler, &mut batches), &layout)?;
+    let mut s = average.sums;
+    if ranks.is_distributed() {
+        let Some(parts) = ranks.gather(std::mem::take(&mut s.kept))? else {
+            return Ok(None);
+        };
+        let mut kept: Vec<KeptModel> = parts.into_iter().flatten().collect();
+        kept.sort_by_key(|m| (m.step, m.chain));
+        for m in &kept {
+            s.fold(m, &*back, unit);
+        }
+    }
     let wsum = s.weight;
     if wsum.is_nan() || wsum <= 0.0 {
         return Err(AppError::Run(
@@ -589,7 +683,7 @@ where
         Some(v) if learned => v,
         _ => gaussian_nll(&pred, &var, &data.y_test_raw),
     };
-    Ok(UciResult {
+    Ok(Some(UciResult {
         rmse: rmse(&pred, &data.y_test_raw),
         nll,
         steps: report.steps,
@@ -600,7 +694,7 @@ where
             .stats
             .map(|st| st.finish(sampler.theta().map(|t| t.theta()), &theta_start)),
         predictions: pred,
-    })
+    }))
 }
 
 #[cfg(test)]
