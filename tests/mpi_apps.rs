@@ -283,3 +283,102 @@ fn uci_over_ranks_writes_the_one_process_run() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// The files of an images run folder compared byte for byte.
+const IMAGES_SAME: &[&str] = &[
+    "config.toml",
+    "energy.csv",
+    "accuracy.csv",
+    "calibration.csv",
+    "ood_entropy.csv",
+    "accuracy.png",
+    "calibration.png",
+    "ood_entropy_cdf.png",
+];
+
+/// Timing fields of an images `summary.json`.
+const IMAGES_TIMING: &[&str] = &[
+    "wall_seconds",
+    "steps_per_second",
+    "train_seconds",
+    "eval_seconds",
+];
+
+/// ResNet20 on the synthetic 3x12x12 set (64 training images, batch 16: 4 steps per epoch),
+/// 2 epochs, evaluated every epoch, models collected from the second; the weight decay of
+/// `tests/images.rs` (25 per 50,000 images) and a contour partition over its energies.
+const IMAGES_CONFIG: &str = "batch = 16\nepochs = 2.0\neval_every = 1.0\nburn_epochs = 1.0\n\
+checkpoint_every = 1.0\nweight_decay = 0.032\nu_min = 0.0\ndu = 10.0\nbins = 40\nzeta = 2.0\n";
+
+#[test]
+fn images_over_ranks_writes_the_one_process_run() {
+    let dir = tmp("mpi-images");
+    let config = file(&dir, "small.toml", IMAGES_CONFIG);
+    let run = |sampler: &'static str, chains: &'static str| {
+        vec![
+            "images",
+            "--dataset",
+            "synthetic",
+            "--config",
+            &config,
+            "--sampler",
+            sampler,
+            "--chains",
+            chains,
+        ]
+    };
+    // ICSGHMC x 4 (shared theta; the velocities stay with their chains), one and two chains
+    // per rank; M-SGD x 3 (independent); DEO*-SGD x 4 (swaps between SGD rungs, SGLD on rung
+    // 0: samples from the chain on rung 0 only).
+    for np in [2, 4] {
+        let a = run("icsghmc", "4");
+        same_as_one_process(&dir, "icsghmc", np, &a, IMAGES_SAME, IMAGES_TIMING);
+    }
+    for (sampler, chains) in [("msgd", "3"), ("deo-sgd", "4")] {
+        let a = run(sampler, chains);
+        same_as_one_process(&dir, sampler, 2, &a, IMAGES_SAME, IMAGES_TIMING);
+    }
+    let s = summary(&dir.join("icsghmc-one"), IMAGES_TIMING);
+    assert!(s["bma_models"].as_u64().unwrap() >= 8, "{s}");
+
+    // Stopped after 5 of 8 steps on 2 ranks, finished on 2: the one-process files.
+    let stopped = dir.join("deo-resumed");
+    let out = stopped.to_string_lossy().into_owned();
+    let mut a = run("deo-sgd", "4");
+    a.extend([
+        "--quiet",
+        "--distributed",
+        "--stop-after",
+        "5",
+        "--out",
+        &out,
+    ]);
+    let printed = distributed(2, &a, LIMIT);
+    assert!(printed.contains("stopped after 5 steps"), "{printed}");
+    distributed(
+        2,
+        &["images", "--resume", &out, "--distributed", "--quiet"],
+        LIMIT,
+    );
+    let one = dir.join("deo-sgd-one");
+    same_files(&one, &stopped, IMAGES_SAME, "deo-sgd resumed over 2 ranks");
+    assert_eq!(
+        summary(&one, IMAGES_TIMING),
+        summary(&stopped, IMAGES_TIMING)
+    );
+
+    // Variance-reduced replica exchange stays in one process: one line, exit code 2.
+    let mut a = run("resghmc", "2");
+    let refused = dir.join("refused").to_string_lossy().into_owned();
+    a.extend(["--quiet", "--distributed", "--out", &refused]);
+    let err = fails_naming(
+        2,
+        &a,
+        Duration::from_secs(60),
+        "`resghmc` runs in one process",
+    );
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    if std::env::var_os("KEEP").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -6,7 +6,8 @@
 //! `sgmcmc images --dataset D --model M --sampler S --preset cpu|gpu` runs one sampler;
 //! `--preset ROW` runs a table row (`--list` names them) under `--protocol gpu|cpu`, and writes
 //! the paper's numbers beside ours in `summary.json`; `--resume DIR` continues a checkpointed
-//! run exactly.
+//! run exactly; `mpirun -np R sgmcmc images ... --distributed` spreads the chains over `R`
+//! ranks ([`distributed`]).
 //!
 //! The pipeline of the reference code: per-channel normalisation with the training set's
 //! statistics, random crops after 4-pixel zero padding and horizontal flips
@@ -16,6 +17,7 @@
 
 pub mod config;
 pub mod data;
+pub mod distributed;
 pub mod eval;
 pub mod presets;
 pub mod report;
@@ -27,6 +29,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::device::DeviceChoice;
+use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
@@ -118,11 +121,16 @@ pub struct ImagesArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 4
+    /// sgmcmc images --sampler icsghmc --chains 4 --distributed`. Rank 0 writes the run folder.
+    #[arg(long)]
+    pub distributed: bool,
 }
 
 /// What one run writes into its folder.
 pub const FILES: &[&str] = &[
     "checkpoint.cbor",
+    "checkpoint.rank-*",
     "config.toml",
     "energy.csv",
     "accuracy.csv",
@@ -183,13 +191,39 @@ pub fn execute(
     stop: Stop,
     quiet: bool,
 ) -> Result<Record, AppError> {
+    let resume = resume.map(Resume::whole);
+    let ranks = Ranks::local();
+    execute_on(
+        &ranks,
+        config,
+        data,
+        dir,
+        device_choice,
+        resume,
+        stop,
+        quiet,
+    )
+}
+
+/// [`execute`] on this rank's chains of `ranks`; rank 0 writes the outputs and prints.
+#[allow(clippy::too_many_arguments)]
+pub fn execute_on(
+    ranks: &Ranks,
+    config: &ImagesConfig,
+    data: &ImagesData,
+    dir: &Path,
+    device_choice: DeviceChoice,
+    resume: Option<Resume>,
+    stop: Stop,
+    quiet: bool,
+) -> Result<Record, AppError> {
     let device = device_choice
         .device()?
         .ok_or_else(|| {
             AppError::Usage("images needs a tensor device (flex, ndarray, wgpu)".into())
         })?
         .autodiff();
-    let mut sampler = run::build(config, data, &device)?;
+    let mut sampler = ranks.agree(run::build_on(config, data, &device, ranks))?;
     let meta = run::ImagesMeta {
         config: config.clone(),
         data: data.source.clone(),
@@ -204,45 +238,71 @@ pub fn execute(
         &device,
         stop,
         !quiet,
+        ranks,
     )?;
-    if record.steps_done == run::total_steps(config, data) {
-        let s = report::write(dir, config, data, &record, &device_choice.to_string())?;
-        println!(
-            "{} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
-             last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
-             Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
-            config.sampler,
-            config.model,
-            config.dataset,
-            s.bma.accuracy,
-            s.bma.nll,
-            s.bma.nll_sum,
-            s.bma.brier_permille,
-            s.bma.ece_percent,
-            s.bma_models,
-            s.last_sample.accuracy,
-            s.last_sample.nll,
-            s.last_sample.ece_percent,
-            s.bpe_accuracy,
-            config.ood,
-            s.bma_ood.mean_entropy,
-            s.last_sample_ood.mean_entropy,
-            s.bma_ood.brier_permille,
-            s.header.steps_per_second,
-            s.header.device,
-            s.train_seconds,
-            s.eval_seconds,
-            dir.display()
-        );
-    } else {
-        println!(
-            "{}: stopped after {} steps; continue with --resume {}",
-            config.sampler,
-            record.steps_done,
-            dir.display()
-        );
-    }
+    ranks.on_leader(|| report_run(ranks, config, data, dir, device_choice, &record))?;
     Ok(record)
+}
+
+/// Rank 0 of a run: its outputs and summary line when it is finished, else where it continues.
+fn report_run(
+    ranks: &Ranks,
+    config: &ImagesConfig,
+    data: &ImagesData,
+    dir: &Path,
+    device_choice: DeviceChoice,
+    record: &Record,
+) -> Result<(), AppError> {
+    if record.steps_done < run::total_steps(config, data) {
+        let command = if ranks.is_distributed() {
+            format!(
+                "mpirun -np {} sgmcmc images --resume {} --distributed",
+                ranks.size(),
+                dir.display()
+            )
+        } else {
+            format!("sgmcmc images --resume {}", dir.display())
+        };
+        println!(
+            "{}: stopped after {} steps; continue with `{command}`",
+            config.sampler, record.steps_done
+        );
+        return Ok(());
+    }
+    let s = report::write(dir, config, data, record, &device_choice.to_string())?;
+    let over = if ranks.is_distributed() {
+        format!(" over {} ranks", ranks.size())
+    } else {
+        String::new()
+    };
+    println!(
+        "{}{over} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
+         last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
+         Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
+        config.sampler,
+        config.model,
+        config.dataset,
+        s.bma.accuracy,
+        s.bma.nll,
+        s.bma.nll_sum,
+        s.bma.brier_permille,
+        s.bma.ece_percent,
+        s.bma_models,
+        s.last_sample.accuracy,
+        s.last_sample.nll,
+        s.last_sample.ece_percent,
+        s.bpe_accuracy,
+        config.ood,
+        s.bma_ood.mean_entropy,
+        s.last_sample_ood.mean_entropy,
+        s.bma_ood.brier_permille,
+        s.header.steps_per_second,
+        s.header.device,
+        s.train_seconds,
+        s.eval_seconds,
+        dir.display()
+    );
+    Ok(())
 }
 
 fn list() {
@@ -281,19 +341,20 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
         after_steps: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        let (meta, c) = run::read_checkpoint(dir)?;
-        let data = ImagesData::load(&meta.data.dir, &meta.config)?;
-        meta.data.check(&data.source)?;
-        execute(
-            &meta.config,
-            &data,
-            dir,
-            meta.device,
-            Some(c),
-            stop,
-            a.quiet,
+        let ranks = Ranks::of(a.distributed)?;
+        let (meta, r) = run::read_checkpoint_on(dir, &ranks)?;
+        let data = ranks.agree(
+            ImagesData::load(&meta.data.dir, &meta.config).and_then(|d| {
+                meta.data.check(&d.source)?;
+                Ok(d)
+            }),
         )?;
+        let (config, device) = (&meta.config, meta.device);
+        execute_on(&ranks, config, &data, dir, device, Some(r), stop, a.quiet)?;
         return Ok(());
+    }
+    if a.distributed {
+        return distributed::run(a, stop);
     }
     let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
     let config = config_of(a, file.as_ref())?;

@@ -6,6 +6,10 @@
 //! of cyclical schedules) the sample chains' networks join the model average with the log
 //! importance weight the sampler reports for that very point, and are scored on the
 //! out-of-distribution set too. Replica exchange samples from the chain on rung 0 only.
+//!
+//! Over the ranks of `mpirun` ([`super::distributed`]) each rank steps its block of chains and
+//! scores its chains' networks; rank 0 folds every chain's predictions in chain order and
+//! joins the per-step energies at the end, so its files are the one-process run's.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -24,9 +28,11 @@ use sgmcmc_samplers::swag::Swag;
 
 use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
+use crate::distributed::{Ranks, Resume, join_columns};
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
+use crate::images::distributed::{ChainProbs, placed};
 use crate::images::eval::{
     Averages, Metrics, OodMetrics, metrics, ood_metrics, probabilities, reliability, sorted_entropy,
 };
@@ -109,15 +115,29 @@ pub fn checkpoint_path(dir: &Path) -> PathBuf {
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError> {
+    let (meta, r) = read_checkpoint_on(dir, &Ranks::local())?;
+    Ok((meta, r.checkpoint))
+}
+
+/// Reads a run directory's checkpoint for `ranks` (this rank's part of a distributed one,
+/// refused on another number of ranks) and what it records.
+pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(ImagesMeta, Resume), AppError> {
     let path = checkpoint_path(dir);
-    let c = Checkpoint::read(&path)?;
-    let meta = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
-        AppError::Input(format!(
-            "{}: not an images checkpoint ({e}); start the run again with --force",
-            path.display()
-        ))
-    })?;
-    Ok((meta, c))
+    let r = Resume::read(
+        &path,
+        ranks,
+        &format!("sgmcmc images --resume {}", dir.display()),
+    )?;
+    let meta: ImagesMeta = ranks.agree(
+        sgmcmc_engine::observer::decode(&r.checkpoint.meta).map_err(|e| {
+            AppError::Input(format!(
+                "{}: not an images checkpoint ({e}); start the run again with --force",
+                path.display()
+            ))
+        }),
+    )?;
+    ranks.agree(r.check_chains(&path, meta.config.chains, ranks))?;
+    Ok((meta, r))
 }
 
 /// Steps per epoch.
@@ -154,17 +174,33 @@ pub fn build(
     data: &ImagesData,
     device: &Device,
 ) -> Result<ImagesSampler, AppError> {
+    build_on(config, data, device, &Ranks::local())
+}
+
+/// [`build`] for this rank's block of the chains laid out over `ranks`.
+pub fn build_on(
+    config: &ImagesConfig,
+    data: &ImagesData,
+    device: &Device,
+    ranks: &Ranks,
+) -> Result<ImagesSampler, AppError> {
     let arch = config.architecture()?;
     let (classes, channels) = (data.classes(), data.train.channels);
     arch.init(classes, channels, config.width, device)
         .map_err(AppError::Usage)?;
-    let modules = init::chains(device, config.seed, config.chains, || {
+    let placement = ranks.placement(config.chains)?;
+    let here = placement.here();
+    let modules = init::chains_in(device, config.seed, here.clone(), || {
         arch.init(classes, channels, config.width, device)
             .expect("checked above")
     });
-    let ensemble = ModuleEnsemble::new(posterior(config, data), modules, config.seed)?;
+    let ensemble =
+        ModuleEnsemble::new_part(posterior(config, data), modules, config.seed, here.start)?;
     let per_epoch = steps_per_epoch(config, data);
     let spec = config.spec(total_steps(config, data), per_epoch)?;
+    if ranks.is_distributed() {
+        return placed(config, spec, ensemble, placement);
+    }
     // Replica exchange draws fresh minibatches for its swap variance and, with control
     // variates, passes over the training set for the snapshots' energies. Both index the
     // training set within its length, so they cannot fail.
@@ -203,6 +239,7 @@ struct SwagSetup {
 /// The run's recorder (see the module docs).
 struct Recorder<'a> {
     data: &'a ImagesData,
+    ranks: &'a Ranks,
     swag: Option<SwagSetup>,
     plain: Device,
     eval_steps: u64,
@@ -229,17 +266,25 @@ impl Recorder<'_> {
         // cycSWAG averages its draws, not the SGD iterates.
         let collect = collect && self.swag.is_none();
         let classes = self.data.classes();
+        let mine = models
+            .iter()
+            .zip(report.local.clone())
+            .map(|(m, p)| {
+                // The engine's rule (`Kept::chains`): replica exchange samples from the chain
+                // on rung 0 after this step's swaps, at its pre-move point.
+                let sample = report.rungs.get(p).is_none_or(|r| *r == 0);
+                ChainProbs::of(m, self.data, &self.plain, collect && sample)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let Some(all) = self.ranks.gather_chains(mine)? else {
+            return Ok(());
+        };
         let mut chains = Vec::new();
-        for (p, m) in models.iter().enumerate() {
-            let probs = probabilities(m, &self.data.test, &self.data.normaliser, &self.plain)?;
-            let own = metrics(&probs, &self.data.test);
-            chains.push(own);
-            // The engine's rule (`Kept::chains`): replica exchange samples from the chain on
-            // rung 0 after this step's swaps, at its pre-move point.
-            let sample = report.rungs.get(p).is_none_or(|r| *r == 0);
-            if collect && sample {
+        for (p, c) in all.into_iter().enumerate() {
+            chains.push(metrics(&c.test, &self.data.test));
+            if c.collected {
                 let w = report.log_weights.get(p).copied().unwrap_or(0.0);
-                self.collect(m, w, probs)?;
+                self.collect_probs(w, c.test, c.ood);
             }
         }
         let bma = self
@@ -271,6 +316,14 @@ impl Recorder<'_> {
     /// Adds network `m` (with test-set probabilities `probs`) to the model averages with log
     /// weight `w`, scoring it on the out-of-distribution set too.
     fn collect(&mut self, m: &ImageClassifier, w: f64, probs: Vec<f64>) -> Result<(), AppError> {
+        let ood = ChainProbs::ood_of(m, self.data, &self.plain)?;
+        self.collect_probs(w, probs, ood);
+        Ok(())
+    }
+
+    /// Adds a network's test-set probabilities `probs` and out-of-distribution ones `ood` (if
+    /// the run has the set) to the model averages with log weight `w`.
+    fn collect_probs(&mut self, w: f64, probs: Vec<f64>, ood: Option<Vec<f64>>) {
         let classes = self.data.classes();
         self.record.averages.test.add_log(w, &probs);
         let mut last = LastSample {
@@ -278,14 +331,12 @@ impl Recorder<'_> {
             reliability: reliability(&probs, &self.data.test),
             ..LastSample::default()
         };
-        if !self.data.ood.is_empty() {
-            let q = probabilities(m, &self.data.ood, &self.data.normaliser, &self.plain)?;
+        if let Some(q) = ood {
             last.ood = ood_metrics(&q, classes);
             last.ood_entropy = sorted_entropy(&q, classes);
             self.record.averages.ood.add_log(w, &q);
         }
         self.record.last_sample = Some(last);
-        Ok(())
     }
 
     /// cycSWAG after step `k`: adds the chains' iterates in the sampling phase; at the end of
@@ -358,7 +409,10 @@ impl Observer<ImagesSampler> for Recorder<'_> {
         report: &StepReport,
     ) -> Result<(), RunError> {
         self.record.train_seconds += self.clock.elapsed().as_secs_f64();
-        self.record.energies.push(report.energies.clone());
+        // This rank's chains (all of them in one process); rank 0 joins the columns at the end.
+        self.record
+            .energies
+            .push(report.energies[report.local.clone()].to_vec());
         let t = Instant::now();
         if let Some(models) = self.held.take() {
             self.evaluate(report, &models)
@@ -382,18 +436,21 @@ impl Observer<ImagesSampler> for Recorder<'_> {
     }
 }
 
-/// Runs (or continues, from `resume`) `meta.config` to the end or `stop`, checkpointing into
-/// `dir` with `meta` (and writing the config to its `config.toml`). Returns the record.
+/// Runs (or continues, from `resume`) `meta.config` to the end or `stop` on this rank's chains
+/// of `ranks`, checkpointing into `dir` with `meta` (rank 0 writes the config to its
+/// `config.toml`). Returns the record: on rank 0 of a finished run every chain's energies, on
+/// the other ranks their own.
 #[allow(clippy::too_many_arguments)]
 pub fn train(
     meta: &ImagesMeta,
     data: &ImagesData,
     sampler: &mut ImagesSampler,
-    resume: Option<Checkpoint>,
+    resume: Option<Resume>,
     dir: &Path,
     device: &Device,
     stop: Stop,
     show_progress: bool,
+    ranks: &Ranks,
 ) -> Result<Record, AppError> {
     let config = &meta.config;
     let per_epoch = steps_per_epoch(config, data);
@@ -416,6 +473,7 @@ pub fn train(
         .transpose()?;
     let mut recorder = Recorder {
         data,
+        ranks,
         swag,
         plain: device.clone().inner(),
         eval_steps: steps_of(config.eval_every, per_epoch),
@@ -425,7 +483,7 @@ pub fn train(
         record: Record::default(),
         clock: Instant::now(),
     };
-    let pb = progress::bar(total, &config.sampler, show_progress);
+    let pb = progress::bar(total, &config.sampler, show_progress && ranks.is_leader());
     let mut progress = progress::report(&pb, 500);
     let meta = sgmcmc_engine::observer::encode(meta)?;
     let every = if config.checkpoint_every > 0.0 {
@@ -433,19 +491,30 @@ pub fn train(
     } else {
         0
     };
+    let checkpoints = Checkpoints::new(checkpoint_path(dir), every).with_meta(meta);
     let mut run = Run::steps(total)
         .keep_when(|_| false)
         .observe(&mut recorder)
         .observe(&mut progress)
-        .checkpoints(Checkpoints::new(checkpoint_path(dir), every).with_meta(meta));
+        .checkpoints(ranks.checkpoints(checkpoints));
     if let Some(after) = stop.after_steps {
         run = run.stop_after(after);
     }
-    if let Some(c) = resume {
-        run = run.resume(c);
+    if let Some(r) = resume {
+        run = r.apply(run);
     }
-    write_toml(&dir.join("config.toml"), config)?;
-    run.run(sampler, &mut AugmentedBatches::new(config, data, device)?)?;
+    if ranks.is_leader() {
+        write_toml(&dir.join("config.toml"), config)?;
+    }
+    let layout = sgmcmc_samplers::comm::ChainLayout::even(config.chains, ranks.size())?;
+    let mut batches = AugmentedBatches::new(config, data, device)?;
+    ranks.settle(run.run(sampler, &mut batches), &layout)?;
     pb.finish_and_clear();
-    Ok(recorder.record)
+    let mut record = recorder.record;
+    if record.steps_done == total
+        && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?
+    {
+        record.energies = join_columns(parts);
+    }
+    Ok(record)
 }

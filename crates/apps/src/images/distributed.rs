@@ -1,0 +1,124 @@
+//! `sgmcmc images --distributed`: one run's chains over the ranks of `mpirun` (feature
+//! `mpi`). Every rank resolves the same configuration and loads the same data, steps its block
+//! of chains and scores its chains' networks at the evaluations; rank 0 prepares the run
+//! folder, folds every chain's predictions in chain order ([`ChainProbs`]) and writes the one
+//! process's files.
+//!
+//! Over ranks: ICSGHMC x P (the shared `theta` from the gathered energies), M-SGD x P and the
+//! other independent chains, DEO*-SGD x P (its exploration rungs run SGD, rung 0 SGLD: no
+//! velocity). Refused: the replica exchange of `resghmc`, `vr-resghmc` and `cvr-resghmc`,
+//! which draws its swap variance from fresh minibatches and full-data passes
+//! (variance-reduced replica exchange, one process), and cycSWAG, whose draws come from
+//! per-chain fits rank 0 does not hold.
+
+use std::path::PathBuf;
+
+use burn::tensor::Device;
+use serde::{Deserialize, Serialize};
+use sgmcmc_models::{ImageClassifier, Posterior};
+use sgmcmc_samplers::comm::Placement;
+use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::registry::SamplerSpec;
+
+use super::config::ImagesConfig;
+use super::data::ImagesData;
+use super::eval::probabilities;
+use super::run::{ImagesSampler, Stop};
+use super::{FILES, ImagesArgs, config_of, execute_on};
+use crate::distributed::Ranks;
+use crate::error::AppError;
+use crate::output::fresh_run_dir;
+use crate::overrides::ConfigFile;
+
+/// One chain's predictions at an evaluation: on the test set, and, if its network joins the
+/// model average, on the out-of-distribution set (where the run has one). A rank computes
+/// its chains' and sends them to rank 0.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChainProbs {
+    /// Test-set probabilities.
+    pub test: Vec<f64>,
+    /// Whether the network joins the model average.
+    pub collected: bool,
+    /// Out-of-distribution probabilities of a collected network.
+    pub ood: Option<Vec<f64>>,
+}
+
+impl ChainProbs {
+    /// The predictions of `model` on the plain `device`; `collect`: also those the average
+    /// needs.
+    pub fn of(
+        model: &ImageClassifier,
+        data: &ImagesData,
+        device: &Device,
+        collect: bool,
+    ) -> Result<Self, AppError> {
+        Ok(Self {
+            test: probabilities(model, &data.test, &data.normaliser, device)?,
+            collected: collect,
+            ood: if collect {
+                Self::ood_of(model, data, device)?
+            } else {
+                None
+            },
+        })
+    }
+
+    /// The out-of-distribution probabilities of `model` (`None` without the set).
+    pub fn ood_of(
+        model: &ImageClassifier,
+        data: &ImagesData,
+        device: &Device,
+    ) -> Result<Option<Vec<f64>>, AppError> {
+        if data.ood.is_empty() {
+            return Ok(None);
+        }
+        probabilities(model, &data.ood, &data.normaliser, device).map(Some)
+    }
+}
+
+/// The sampler of `spec` over this rank's part `ensemble` of the chains `placement` lays out;
+/// refuses what cannot run over ranks (see the module docs).
+pub fn placed(
+    config: &ImagesConfig,
+    spec: SamplerSpec,
+    ensemble: ModuleEnsemble<ImageClassifier, Posterior>,
+    placement: Placement,
+) -> Result<ImagesSampler, AppError> {
+    let refused = match (&spec, config.sampler.as_str()) {
+        (SamplerSpec::VarianceReduced(_), _) => Some(
+            "its replica exchange refreshes the swap variance from fresh minibatches and \
+             full-data passes (variance-reduced replica exchange)",
+        ),
+        (_, "cycswag") => Some("its draws come from per-chain SWAG fits"),
+        _ => None,
+    };
+    if let Some(why) = refused {
+        return Err(AppError::Usage(format!(
+            "images --distributed: `{}` runs in one process: {why}",
+            config.sampler
+        )));
+    }
+    Ok(spec.build_placed(ensemble, config.seed, placement)?)
+}
+
+/// Runs the configuration `a` asks for over the ranks of this MPI job.
+pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
+    let ranks = Ranks::join()?;
+    let resolved = (|| {
+        let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+        let config = config_of(a, file.as_ref())?;
+        let dir = a.out.clone().unwrap_or_else(|| {
+            PathBuf::from(format!(
+                "runs/images-{}-{}-{}",
+                config.dataset, config.preset, config.sampler
+            ))
+        });
+        Ok((config, dir))
+    })();
+    let (config, dir) = ranks.agree(resolved)?;
+    ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, FILES).map(drop))?;
+    let root = crate::output::data_root(a.data_dir.as_deref());
+    let data = ranks.agree(ImagesData::load(&root, &config))?;
+    execute_on(&ranks, &config, &data, &dir, a.device, None, stop, a.quiet)?;
+    Ok(())
+}
