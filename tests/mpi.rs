@@ -118,6 +118,42 @@ fn replica_exchange_and_icsgld_over_ranks_match_the_one_process_runs() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[test]
+fn velocities_cross_ranks_at_accepted_swaps() {
+    // reSGHMC x 4 (momentum, Metropolis swaps): an accepted swap between chains of two ranks
+    // sends both chains' velocities between the ranks (`MPI_Sendrecv`). Host chains over 4
+    // ranks (every swap crosses), and the chains as rows of one tensor per rank on flex over 2
+    // ranks (the middle pair crosses when its replicas sit on different ranks).
+    let dir = tmp("mpi-velocities");
+    let toml = "iters = 6000\nlog_points = 6000\n[sampler.replica]\ntemperatures = [1.0, \
+                2.0, 4.0, 10.0]\ninitial_variance = 1.0\n";
+    let c = config(&dir, "resghmc4.toml", toml);
+    let c = c.to_string_lossy().into_owned();
+    let base = [
+        "toy",
+        "--preset",
+        "resgld-1",
+        "--sampler",
+        "resghmc",
+        "--chains",
+        "4",
+        "--config",
+        &c,
+    ];
+    let s = same_as_one_process(&dir, "resghmc4", 4, &base);
+    let accepts: Vec<u64> = s["replica"]["accepts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_u64().unwrap())
+        .collect();
+    assert!(accepts.iter().all(|a| *a > 50), "few swaps: {accepts:?}");
+    let mut flex = base.to_vec();
+    flex.extend(["--device", "flex", "--iters", "2000"]);
+    same_as_one_process(&dir, "resghmc4-flex", 2, &flex);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A distributed toy run of `preset` on `np` ranks with the config `toml` (a `[fault]`), which
 /// must fail within 30 s naming `needle`; its stderr.
 fn faulty_run(dir: &Path, name: &str, preset: &str, np: usize, toml: &str, needle: &str) -> String {

@@ -214,8 +214,15 @@ fn uci_over_ranks_writes_the_one_process_run() {
     let data = data.to_string_lossy().into_owned();
     // Two seeds (two splits) of 30 epochs (5 steps each), checkpointed (so every seed writes
     // its `result.json`): ICSGLD x 4 (shared theta, importance weights), DEO*-SGD x 4 (swaps
-    // and an adaptive ladder) and SGLD x 3 (independent chains, 2 + 1 per rank).
-    for (sampler, chains, np) in [("icsgld", "4", 4), ("deo-sgd", "4", 2), ("sgld", "3", 2)] {
+    // and an adaptive ladder), DEO*-mSGD x 4 (velocities sent between the ranks at swaps of
+    // their chains) and SGLD x 3 (independent chains, 2 + 1 per rank).
+    let runs = [
+        ("icsgld", "4", 4),
+        ("deo-sgd", "4", 2),
+        ("deo-msgd", "4", 2),
+        ("sgld", "3", 2),
+    ];
+    for (sampler, chains, np) in runs {
         let args = [
             "uci",
             "--dataset",

@@ -6,10 +6,11 @@
 //! mpirun -np 4 sgmcmc toy --preset deo-sgd-25-mode --distributed
 //! ```
 //!
-//! Every exchange is one MPI collective on a small buffer: `MPI_Allgatherv` of the chains'
-//! energies (`P` doubles) each step, `MPI_Gatherv` of byte strings to rank 0 for the final
-//! collection and the checkpoint manifest, `MPI_Bcast`, `MPI_Ibarrier`. MPI's default error
-//! handler aborts the job on a failed collective; a rank that fails on its own ends the job
+//! Every exchange but one is an MPI collective on a small buffer: `MPI_Allgatherv` of the
+//! chains' energies (`P` doubles) each step, `MPI_Gatherv` of byte strings to rank 0 for the
+//! final collection and the checkpoint manifest, `MPI_Bcast`, `MPI_Ibarrier`. The exception is
+//! point to point: `MPI_Sendrecv` between the two ranks of a replica swap whose velocities
+//! trade places. MPI's default error handler aborts the job on a failed collective; a rank that fails on its own ends the job
 //! with [`Communicator::abort`] (`MPI_Abort`), so no rank waits forever.
 
 use std::sync::Mutex;
@@ -17,6 +18,7 @@ use std::sync::Mutex;
 use mpi::Threading;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
+use mpi::point_to_point::{send_receive, send_receive_into};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator as _, CommunicatorCollectives, Root};
 use sgmcmc_samplers::comm::{CommError, Communicator, check_gather};
@@ -160,6 +162,22 @@ impl Communicator for MpiComm {
             }
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
+    }
+
+    /// `MPI_Sendrecv` with `peer`: the lengths first, then the values.
+    fn exchange(&self, peer: usize, send: &[f64]) -> Result<Vec<f64>, CommError> {
+        if peer >= self.size {
+            return Err(CommError(format!(
+                "no rank {peer} among {} ranks",
+                self.size
+            )));
+        }
+        let _g = self.guard();
+        let other = self.world.process_at_rank(peer as i32);
+        let (len, _): (u64, _) = send_receive(&(send.len() as u64), &other, &other);
+        let mut got = vec![0.0; len as usize];
+        send_receive_into(send, &other, &mut got[..], &other);
+        Ok(got)
     }
 
     fn abort(&self, code: i32) -> ! {

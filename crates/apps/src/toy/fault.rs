@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::SamplerError;
 use sgmcmc_samplers::checkpoint::EnsembleState;
-use sgmcmc_samplers::ensemble::{Draws, Ensemble};
+use sgmcmc_samplers::ensemble::{Draws, Ensemble, KernelRow};
 use sgmcmc_samplers::kernel::{Coefficients, Kernel};
 
 /// What goes wrong.
@@ -113,6 +113,20 @@ impl<E: Ensemble> Ensemble for Faulty<E> {
 
     fn swap_kernel_state(&mut self, a: usize, b: usize, lags: (f64, f64)) {
         self.inner.swap_kernel_state(a, b, lags);
+    }
+
+    fn kernel_row(&self, c: usize) -> Result<KernelRow, SamplerError> {
+        self.inner.kernel_row(c)
+    }
+
+    fn take_kernel_row(
+        &mut self,
+        c: usize,
+        peer: &KernelRow,
+        lag: f64,
+        first: bool,
+    ) -> Result<(), SamplerError> {
+        self.inner.take_kernel_row(c, peer, lag, first)
     }
 
     fn snapshot_into(&self, out: &mut E::Snapshot) {

@@ -73,6 +73,12 @@ pub trait Communicator: Send + Sync {
     /// Blocks until every rank has called it.
     fn barrier(&self) -> Result<(), CommError>;
 
+    /// Sends `send` to rank `peer` and returns what `peer` sent this rank in its own call
+    /// (point to point: only the two ranks take part, and both must call it, in the same order
+    /// with respect to their other exchanges). Replica exchange with velocities sends a
+    /// chain's kernel state this way when a swap pairs chains of two ranks.
+    fn exchange(&self, peer: usize, send: &[f64]) -> Result<Vec<f64>, CommError>;
+
     /// Ends the whole job with exit code `code` (MPI_Abort); never returns.
     fn abort(&self, code: i32) -> !;
 }
@@ -111,6 +117,13 @@ impl Communicator for Local {
 
     fn barrier(&self) -> Result<(), CommError> {
         Ok(())
+    }
+
+    fn exchange(&self, peer: usize, send: &[f64]) -> Result<Vec<f64>, CommError> {
+        match peer {
+            0 => Ok(send.to_vec()),
+            _ => Err(CommError(format!("no rank {peer} in a one-rank run"))),
+        }
     }
 
     fn abort(&self, code: i32) -> ! {

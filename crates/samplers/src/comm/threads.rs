@@ -1,5 +1,6 @@
 //! Ranks as threads of one process.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use super::{CommError, Communicator, check_gather};
@@ -26,6 +27,8 @@ struct State {
     aborted: Option<usize>,
     values: Vec<Vec<f64>>,
     bytes: Vec<Vec<u8>>,
+    /// Point-to-point messages in flight, by `(from, to)`, oldest first.
+    mail: HashMap<(usize, usize), VecDeque<Vec<f64>>>,
 }
 
 impl ThreadGroup {
@@ -39,6 +42,7 @@ impl ThreadGroup {
                 aborted: None,
                 values: vec![Vec::new(); size],
                 bytes: vec![Vec::new(); size],
+                mail: HashMap::new(),
             }),
             turn: Condvar::new(),
         });
@@ -147,6 +151,34 @@ impl Communicator for ThreadGroup {
     fn barrier(&self) -> Result<(), CommError> {
         drop(self.meet(self.lock())?);
         Ok(())
+    }
+
+    fn exchange(&self, peer: usize, send: &[f64]) -> Result<Vec<f64>, CommError> {
+        if peer >= self.shared.size {
+            return Err(CommError(format!(
+                "no rank {peer} among {} ranks",
+                self.shared.size
+            )));
+        }
+        let mut s = self.lock();
+        s.mail
+            .entry((self.rank, peer))
+            .or_default()
+            .push_back(send.to_vec());
+        self.shared.turn.notify_all();
+        loop {
+            if let Some(v) = s
+                .mail
+                .get_mut(&(peer, self.rank))
+                .and_then(VecDeque::pop_front)
+            {
+                return Ok(v);
+            }
+            if let Some(r) = s.aborted {
+                return Err(CommError(format!("rank {r} aborted")));
+            }
+            s = self.shared.turn.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     fn abort(&self, code: i32) -> ! {

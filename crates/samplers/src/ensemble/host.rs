@@ -1,6 +1,6 @@
 //! Toy chains in host memory: the tensor-free fast path.
 
-use super::{Draws, Ensemble};
+use super::{Draws, Ensemble, KernelRow, ParamRow, shifted};
 use crate::checkpoint::{EnsembleState, mismatch};
 use crate::density::toy::ToyTarget;
 use crate::error::{SamplerError, TargetError};
@@ -200,6 +200,48 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
                 self.state[b * d + i] -= lb * delta;
             }
         }
+    }
+
+    fn kernel_row(&self, c: usize) -> Result<KernelRow, SamplerError> {
+        let (d, len) = (self.dim, self.x.len());
+        let row = |v: &[f64], at: usize| v[at + c * d..at + (c + 1) * d].to_vec();
+        Ok(KernelRow {
+            params: vec![ParamRow {
+                slots: (0..self.slots).map(|s| row(&self.state, s * len)).collect(),
+                grad: Some(row(&self.grad, 0)),
+            }],
+        })
+    }
+
+    fn take_kernel_row(
+        &mut self,
+        c: usize,
+        peer: &KernelRow,
+        lag: f64,
+        first: bool,
+    ) -> Result<(), SamplerError> {
+        let (d, len) = (self.dim, self.x.len());
+        let [p] = peer.params.as_slice() else {
+            return Err(mismatch("a host chain's kernel row has one tensor"));
+        };
+        if self.slots == 0 || p.slots.len() != self.slots {
+            return Ok(());
+        }
+        if p.slots.iter().chain(&p.grad).any(|v| v.len() != d) {
+            return Err(mismatch(format!(
+                "a kernel row of another dimension than {d}"
+            )));
+        }
+        let at = c * d;
+        for (s, values) in p.slots.iter().enumerate() {
+            self.state[s * len + at..s * len + at + d].copy_from_slice(values);
+        }
+        if let Some(g) = &p.grad {
+            let own = &self.grad[at..at + d];
+            let v = shifted(&self.state[at..at + d], own, g, lag, first);
+            self.state[at..at + d].copy_from_slice(&v);
+        }
+        Ok(())
     }
 
     fn snapshot_into(&self, out: &mut HostPoints) {

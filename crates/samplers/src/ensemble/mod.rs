@@ -10,10 +10,12 @@
 //!   formulas, same random streams.
 
 mod host;
+mod kernel_row;
 mod module;
 mod snapshot;
 
 pub use host::{HostEnsemble, HostPoints, HostTarget};
+pub use kernel_row::{KernelRow, ParamRow, shifted};
 pub use module::{ModuleEnsemble, module_values, with_module_values};
 pub use snapshot::{ExactHostTarget, SnapshotEnergy};
 
@@ -67,6 +69,22 @@ pub trait Ensemble {
     /// new positions: `v_a += lags.0 (g_a - g_b)`, `v_b += lags.1 (g_b - g_a)`, with `g` the
     /// gradients of the last estimate ([`Kernel::velocity_lag`]).
     fn swap_kernel_state(&mut self, a: usize, b: usize, lags: (f64, f64));
+
+    /// Chain `c`'s kernel state and last gradient: its half of
+    /// [`Ensemble::swap_kernel_state`] when the other chain lives on another rank.
+    fn kernel_row(&self, c: usize) -> Result<KernelRow, SamplerError>;
+
+    /// Chain `c`'s half of [`Ensemble::swap_kernel_state`] with a chain on another rank whose
+    /// [`Ensemble::kernel_row`] is `peer`: `c` takes `peer`'s kernel state, its velocity (slot
+    /// 0) shifted by `lag (g_c - g_peer)` if `c` is the swap's first chain (`first`), else by
+    /// `-lag (g_peer - g_c)`, in the operations of the one-process swap.
+    fn take_kernel_row(
+        &mut self,
+        c: usize,
+        peer: &KernelRow,
+        lag: f64,
+        first: bool,
+    ) -> Result<(), SamplerError>;
 
     /// Writes the current points of every chain into `out` (reusing its buffers).
     fn snapshot_into(&self, out: &mut Self::Snapshot);

@@ -12,7 +12,7 @@ mod state;
 
 pub use state::{module_values, with_module_values};
 
-use super::{Draws, Ensemble};
+use super::{Draws, Ensemble, KernelRow};
 use crate::checkpoint::EnsembleState;
 use crate::density::Target;
 use crate::error::SamplerError;
@@ -140,6 +140,20 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
 
     fn threaded(&self) -> bool {
         self.parallel && self.chains.len() > 1 && rayon::current_num_threads() > 1
+    }
+
+    /// The module hosting chain `c` and the chain's row in it.
+    fn locate(&self, c: usize) -> Result<(usize, usize), SamplerError> {
+        let mut at = 0;
+        for (m, chain) in self.chains.iter().enumerate() {
+            if c < at + chain.rngs.len() {
+                return Ok((m, c - at));
+            }
+            at += chain.rngs.len();
+        }
+        Err(crate::checkpoint::mismatch(format!(
+            "chain {c} of an ensemble of {at}"
+        )))
     }
 
     /// Copies the modules' energies into the ensemble's vector, in chain order.
@@ -274,18 +288,25 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
     }
 
     fn swap_kernel_state(&mut self, a: usize, b: usize, lags: (f64, f64)) {
-        let locate = |chains: &[ModuleChain<M>], c: usize| {
-            let mut at = 0;
-            for (m, chain) in chains.iter().enumerate() {
-                if c < at + chain.rngs.len() {
-                    return (m, c - at);
-                }
-                at += chain.rngs.len();
-            }
-            unreachable!("chain {c} of an ensemble of {at}")
-        };
-        let ((ma, ra), (mb, rb)) = (locate(&self.chains, a), locate(&self.chains, b));
+        let locate = |c| self.locate(c).expect("a chain of the ensemble");
+        let ((ma, ra), (mb, rb)) = (locate(a), locate(b));
         state::swap_rows(&mut self.chains, (ma, ra), (mb, rb), lags);
+    }
+
+    fn kernel_row(&self, c: usize) -> Result<KernelRow, SamplerError> {
+        let (m, r) = self.locate(c)?;
+        state::row_of(&self.chains[m], r)
+    }
+
+    fn take_kernel_row(
+        &mut self,
+        c: usize,
+        peer: &KernelRow,
+        lag: f64,
+        first: bool,
+    ) -> Result<(), SamplerError> {
+        let (m, r) = self.locate(c)?;
+        state::take_row(&mut self.chains[m], r, peer, lag, first)
     }
 
     fn snapshot_into(&self, out: &mut Vec<M>) {

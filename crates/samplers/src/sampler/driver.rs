@@ -138,6 +138,36 @@ impl<E: Ensemble> Driver<E> {
         Draws::of(kernel, self.diffusions.iter().copied(), refresh)
     }
 
+    /// Chains `a` and `b` (global indices) trade kernel states with velocity lags `lags`
+    /// ([`Ensemble::swap_kernel_state`]): in this rank's ensemble when it steps both; when it
+    /// steps one, its chain's [`KernelRow`](crate::ensemble::KernelRow) goes to the rank of the
+    /// other and that rank's comes back (one point-to-point exchange); nothing when it steps
+    /// neither.
+    pub(crate) fn swap_kernel_state(
+        &mut self,
+        a: usize,
+        b: usize,
+        (la, lb): (f64, f64),
+    ) -> Result<(), SamplerError> {
+        let here = self.local();
+        let (first, own_a, own_b) = (self.first, here.contains(&a), here.contains(&b));
+        if own_a && own_b {
+            self.ensemble
+                .swap_kernel_state(a - first, b - first, (la, lb));
+            return Ok(());
+        }
+        if !own_a && !own_b {
+            return Ok(());
+        }
+        let (own, other, lag) = if own_a { (a, b, la) } else { (b, a, lb) };
+        let mine = self.ensemble.kernel_row(own - first)?.to_values();
+        let peer = self.placement.layout().owner(other);
+        let theirs = self.placement.comm().exchange(peer, &mine)?;
+        let theirs = crate::ensemble::KernelRow::from_values(&theirs)?;
+        self.ensemble
+            .take_kernel_row(own - first, &theirs, lag, own_a)
+    }
+
     /// Moves this rank's chains with the coefficients set and closes the step's report.
     pub(crate) fn apply(&mut self, kernel: &Kernel, phase: Phase) -> &StepReport {
         let k = self.step;

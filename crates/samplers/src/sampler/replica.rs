@@ -204,9 +204,9 @@ impl<E: Ensemble> ReplicaExchange<E> {
     /// `placement` ([`crate::comm`]), one chain per rung over all ranks. Every step the ranks
     /// gather the chains' energies (`P` values; for a variance refresh, `P x draws`), and every
     /// rank runs the same swap tests and adaptation from the same seeded stream: swaps exchange
-    /// rungs, never parameters. Kernels whose velocity stays with its rung (momentum SGD,
-    /// SGHMC, SGNHT) would have to send velocities between ranks at a swap, and are refused
-    /// over several ranks.
+    /// rungs, never parameters. With a kernel whose velocity stays with its rung (momentum SGD,
+    /// SGHMC, SGNHT) an accepted swap between chains of two ranks also sends each chain's
+    /// kernel state to the other rank (one point-to-point exchange between those two).
     pub fn placed(
         config: ReplicaConfig,
         ensemble: E,
@@ -221,13 +221,6 @@ impl<E: Ensemble> ReplicaExchange<E> {
             placement.total() as f64,
             "the ensemble needs one chain per rung",
         )?;
-        if placement.is_distributed() && config.kernel.state_follows_rung() {
-            return Err(SamplerError::InvalidSetting(format!(
-                "replica exchange over {} ranks needs a kernel without velocity (SGLD, SGD, \
-                 pSGLD): a velocity stays with its rung and would cross ranks at every swap",
-                placement.layout().ranks()
-            )));
-        }
         let (variance, buffer) = match &config.rule {
             SwapRule::Metropolis {
                 initial_variance,
@@ -422,8 +415,9 @@ impl<E: Ensemble> ReplicaExchange<E> {
         for (e, d) in energies.iter_mut().zip(offsets.iter().flatten()) {
             *e += d;
         }
-        self.swap(k, &energies, scale);
+        let swapped = self.swap(k, &energies, scale);
         self.swap_energies = energies;
+        swapped?;
         let ladder = &self.config.ladder;
         for chain in 0..self.driver.n_chains() {
             let r = self.index.rungs()[chain];
@@ -436,8 +430,9 @@ impl<E: Ensemble> ReplicaExchange<E> {
     }
 
     /// The communication phase: swap tests on the scheduled pairs, then the adaptation;
-    /// `scale` is the cycle's learning-rate factor of this step (1 without a cycle).
-    fn swap(&mut self, k: u64, u: &[f64], scale: f64) {
+    /// `scale` is the cycle's learning-rate factor of this step (1 without a cycle). Errors
+    /// only when velocities cannot be exchanged with another rank.
+    fn swap(&mut self, k: u64, u: &[f64], scale: f64) -> Result<(), SamplerError> {
         self.accepted.fill(false);
         self.schedule.pairs(k, &mut self.rng, &mut self.pairs);
         let ladder = &self.config.ladder;
@@ -448,7 +443,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
                 ..
             } => {
                 if k < self.cooling_until {
-                    return;
+                    return Ok(());
                 }
                 let var = self.variance.as_ref().expect("Metropolis keeps sigma2");
                 for &r in &self.pairs {
@@ -463,11 +458,11 @@ impl<E: Ensemble> ReplicaExchange<E> {
                         self.accepted[r] = true;
                         exchange(
                             &mut self.index,
-                            &mut self.driver.ensemble,
+                            &mut self.driver,
                             &self.config.kernel,
                             (scale * ladder.lrs[r], scale * ladder.lrs[r + 1]),
                             (r, lo, hi),
-                        );
+                        )?;
                         self.schedule.close(r);
                         if *cooling > 0 {
                             self.cooling_until = k + 1 + cooling;
@@ -497,11 +492,11 @@ impl<E: Ensemble> ReplicaExchange<E> {
                             self.accepted[r] = true;
                             exchange(
                                 &mut self.index,
-                                &mut self.driver.ensemble,
+                                &mut self.driver,
                                 &self.config.kernel,
                                 (scale * ladder.lrs[r], scale * ladder.lrs[r + 1]),
                                 (r, lo, hi),
-                            );
+                            )?;
                             self.schedule.close(r);
                         }
                     }
@@ -514,26 +509,29 @@ impl<E: Ensemble> ReplicaExchange<E> {
                 }
             }
         }
+        Ok(())
     }
 }
 
 /// Replicas `lo` (on rung `r`, learning rate `lr_lo`) and `hi` (on rung `r + 1`, `lr_hi`)
 /// trade rungs. A velocity-type kernel state stays with its rung
 /// ([`Kernel::state_follows_rung`]), shifted to the position it now drives
-/// ([`Kernel::velocity_lag`] at the rung's learning rate).
+/// ([`Kernel::velocity_lag`] at the rung's learning rate); between chains of two ranks the
+/// two ranks exchange the chains' states ([`Driver::swap_kernel_state`]).
 fn exchange<E: Ensemble>(
     index: &mut IndexProcess,
-    ensemble: &mut E,
+    driver: &mut Driver<E>,
     kernel: &Kernel,
     (lr_lo, lr_hi): (f64, f64),
     (r, lo, hi): (usize, usize, usize),
-) {
+) -> Result<(), SamplerError> {
     index.swap(r);
     if kernel.state_follows_rung() {
         // `lo` moves up to rung r + 1, `hi` down to rung r.
         let lags = (kernel.velocity_lag(lr_hi), kernel.velocity_lag(lr_lo));
-        ensemble.swap_kernel_state(lo, hi, lags);
+        driver.swap_kernel_state(lo, hi, lags)?;
     }
+    Ok(())
 }
 
 /// Eq. 4.12: with gaps `v_r = lr_(r+1) - lr_r` and `H_r = A_r - S`, every interior rung moves to

@@ -7,6 +7,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 
+use super::super::{KernelRow, ParamRow};
 use crate::checkpoint::{ChainState, EnsembleState, TensorState, mismatch};
 use crate::error::SamplerError;
 use crate::rng::ChainRng;
@@ -277,4 +278,80 @@ pub(super) fn swap_rows<M: Module>(
             }
         }
     }
+}
+
+/// Row `r` of a module chain's kernel state (every slot) and last gradient, per parameter in
+/// visit order ([`KernelRow`]).
+pub(super) fn row_of<M: Module>(
+    chain: &super::ModuleChain<M>,
+    r: usize,
+) -> Result<KernelRow, SamplerError> {
+    let values = |t: &Tensor<2>| -> Result<Vec<f64>, SamplerError> {
+        let cols = t.dims()[1];
+        let row = read(t.clone().slice([r..r + 1, 0..cols]))?;
+        Ok(row.values.into_iter().map(f64::from).collect())
+    };
+    grads(chain)
+        .into_iter()
+        .map(|(id, g)| {
+            let slots = chain.state.get(&id).map_or(&[][..], Vec::as_slice);
+            Ok(ParamRow {
+                slots: slots.iter().map(values).collect::<Result<_, _>>()?,
+                grad: g.as_ref().map(values).transpose()?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|params| KernelRow { params })
+}
+
+/// Row `r` of a module chain takes `peer`'s kernel state, its velocity (slot 0) shifted as in
+/// [`swap_rows`]: by `lag (g_r - g_peer)` when it is the swap's first chain, else by
+/// `-lag (g_peer - g_r)`, in the same tensor operations.
+pub(super) fn take_row<M: Module>(
+    chain: &mut super::ModuleChain<M>,
+    r: usize,
+    peer: &KernelRow,
+    lag: f64,
+    first: bool,
+) -> Result<(), SamplerError> {
+    let own = grads(chain);
+    if own.len() != peer.params.len() {
+        return Err(mismatch(format!(
+            "a kernel row of {} parameters for a module of {}",
+            peer.params.len(),
+            own.len()
+        )));
+    }
+    for ((id, g), p) in own.into_iter().zip(&peer.params) {
+        let slots = chain.state.get(&id).map_or(0, Vec::len);
+        if slots == 0 || p.slots.len() != slots {
+            continue;
+        }
+        for (s, values) in p.slots.iter().enumerate() {
+            let t = chain.state[&id][s].clone();
+            let (device, cols) = (t.device(), t.dims()[1]);
+            let tensor = |v: &[f64]| -> Result<Tensor<2>, SamplerError> {
+                if v.len() != cols {
+                    return Err(mismatch(format!(
+                        "a kernel row of width {} for a parameter of {cols}",
+                        v.len()
+                    )));
+                }
+                let v: Vec<f32> = v.iter().map(|x| *x as f32).collect();
+                Ok(Tensor::from_data(TensorData::new(v, [1, cols]), &device))
+            };
+            let rows = [r..r + 1, 0..cols];
+            let mut new = tensor(values)?;
+            if let (0, Some(g), Some(pg)) = (s, g.as_ref(), p.grad.as_ref()) {
+                let (own_g, peer_g) = (g.clone().slice(rows.clone()), tensor(pg)?);
+                new = if first {
+                    new + (own_g - peer_g).mul_scalar(lag)
+                } else {
+                    new - (peer_g - own_g).mul_scalar(lag)
+                };
+            }
+            chain.state.get_mut(&id).expect("present")[s] = t.slice_assign(rows, new);
+        }
+    }
+    Ok(())
 }
