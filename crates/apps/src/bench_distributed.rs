@@ -8,7 +8,10 @@
 //!   their chains (nothing exchanged) against rank 0 stepping all four on a pool of as many
 //!   threads as there are ranks, interleaved;
 //! * a ResNet20 SGLD step at batch 256 on rank 0, and the swap round's share of it (the issue's
-//!   bound: under 5%).
+//!   bound: under 5%);
+//! * the velocity swap of ResNet20 chains (reSGHMC, DEO*-mSGD) between ranks 0 and 1: each
+//!   rank reads its chain's velocity and gradient rows, sends them (`MPI_Sendrecv`) and puts the
+//!   other's, shifted, in place; against the swap of two chains in one process.
 //!
 //! Every rank runs the same fixed numbers of collectives; ranks without work wait in a
 //! sleeping barrier, so the measured rank has the machine to itself. Times are wall clock and,
@@ -21,8 +24,8 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Likelihood, Posterior, ResNetConfig, Scale, Targets};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::toy::by_name;
-use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
-use sgmcmc_samplers::kernel::Kernel;
+use sgmcmc_samplers::ensemble::{Draws, Ensemble, HostEnsemble, KernelRow, ModuleEnsemble};
+use sgmcmc_samplers::kernel::{Kernel, StepSize};
 use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
 
@@ -150,14 +153,25 @@ fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Re
     Ok(())
 }
 
-/// Seconds of one ResNet20 SGLD step at batch 256 (CIFAR shape) on rank 0.
-fn resnet_step(a: &BenchArgs) -> Result<(f64, f64), AppError> {
+/// ResNet20 chains (CIFAR shape, 10 classes) on the autodiff device of `a`, and a random
+/// batch of `n` images.
+fn resnet_chains(
+    a: &BenchArgs,
+    chains: usize,
+    n: usize,
+) -> Result<
+    (
+        ModuleEnsemble<sgmcmc_models::ResNet, Posterior>,
+        Batch<Tensor<4>>,
+    ),
+    AppError,
+> {
     let device = a.device.device()?.ok_or_else(|| {
         AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())
     })?;
     let ad = device.autodiff();
-    let x = Tensor::<4>::random([256, 3, 32, 32], Distribution::Normal(0.0, 1.0), &ad);
-    let labels: Vec<i64> = (0..256).map(|i| i % 10).collect();
+    let x = Tensor::<4>::random([n, 3, 32, 32], Distribution::Normal(0.0, 1.0), &ad);
+    let labels: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
     let batch = Batch {
         x,
         y: Targets::Class(Tensor::<1, Int>::from_data(labels.as_slice(), &ad)),
@@ -166,13 +180,90 @@ fn resnet_step(a: &BenchArgs) -> Result<(f64, f64), AppError> {
         likelihood: Likelihood::Categorical,
         scale: Scale::from_weight_decay(50_000, 25.0 / 50_000.0),
     };
-    let net = ResNetConfig::resnet20(10)
-        .init(&ad)
+    let nets = (0..chains)
+        .map(|_| ResNetConfig::resnet20(10).init(&ad))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| AppError::Run(e.to_string()))?;
-    let ens = ModuleEnsemble::new(post, vec![net], 1)?;
+    Ok((ModuleEnsemble::new(post, nets, 1)?, batch))
+}
+
+/// Seconds of one ResNet20 SGLD step at batch 256 (CIFAR shape) on rank 0.
+fn resnet_step(a: &BenchArgs) -> Result<(f64, f64), AppError> {
+    let (ens, batch) = resnet_chains(a, 1, 256)?;
     let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-7, 1.0), ens)?;
     s.step(&batch)?;
     per_call(2, || s.step(&batch).map(|_| ()).map_err(Into::into))
+}
+
+/// The velocity swap of ResNet20 chains: rank `r < 2` of the job holds one chain with a
+/// velocity (one SGHMC move) and the gradient of its next estimate, and trades kernel states
+/// with rank `1 - r` (its half of the swap: read its rows, exchange, put the other's in place);
+/// rank 0 alone then swaps two such chains in one ensemble.
+fn velocity_swap(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<(), AppError> {
+    const ROUNDS: u64 = 20;
+    let kernel = Kernel::sghmc();
+    let coefs = kernel.coefficients(&StepSize::new(1e-7, 1.0))?;
+    let draws = Draws {
+        refresh: false,
+        noise: true,
+    };
+    let ready = |chains: usize| -> Result<_, AppError> {
+        let (mut ens, batch) = resnet_chains(a, chains, 16)?;
+        ens.estimate(&batch)?;
+        ens.apply(&kernel, &vec![coefs; chains], draws);
+        ens.estimate(&batch)?;
+        Ok(ens)
+    };
+    let comm = ranks.comm();
+    let rank = ranks.rank();
+    let pair = rank < 2 && ranks.size() >= 2;
+    let mut values = 0;
+    let mut ens = if pair { Some(ready(1)?) } else { None };
+    comm.barrier().map_err(comm_err)?;
+    let over = match ens.as_mut() {
+        Some(ens) => per_call(ROUNDS, || {
+            let mine = ens.kernel_row(0)?.to_values();
+            values = mine.len();
+            let theirs = comm.exchange(1 - rank, &mine).map_err(comm_err)?;
+            let row = KernelRow::from_values(&theirs)?;
+            Ok(ens.take_kernel_row(0, &row, 1e-8, rank == 0)?)
+        })?,
+        None => (0.0, 0.0),
+    };
+    comm.barrier().map_err(comm_err)?;
+    let one = if rank == 0 {
+        let mut ens = ready(2)?;
+        per_call(ROUNDS, || {
+            ens.swap_kernel_state(0, 1, (1e-8, 1e-8));
+            // Flex runs eagerly; reading one value makes sure nothing is left pending.
+            ens.kernel_row(0).map(drop).map_err(Into::into)
+        })?
+    } else {
+        (0.0, 0.0)
+    };
+    comm.barrier().map_err(comm_err)?;
+    let np = ranks.size();
+    for (name, (wall, cpu)) in [
+        (format!("resnet20 velocity half-swap over {np} ranks"), over),
+        (
+            "resnet20 velocity swap (+ a row read) in one process".to_string(),
+            one,
+        ),
+    ] {
+        out.push(Figure {
+            name: format!("{name} wall ms"),
+            per_second: wall * 1e3,
+        });
+        out.push(Figure {
+            name: format!("{name} cpu ms"),
+            per_second: cpu * 1e3,
+        });
+    }
+    out.push(Figure {
+        name: "resnet20 kernel row values sent per half-swap".into(),
+        per_second: values as f64,
+    });
+    Ok(())
 }
 
 /// Runs the distributed benchmarks; rank 0 prints and writes `summary.json`.
@@ -191,6 +282,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         }
         if !a.no_cnn {
             independent_chains(a, &ranks, &mut figures)?;
+            velocity_swap(a, &ranks, &mut figures)?;
         }
         let mut ratios = Vec::new();
         if ranks.rank() == 0 && !a.no_cnn {

@@ -9,7 +9,7 @@
 //! `--trajectory` draws the 2-class weight-space paths (Fig. 6.2 / 7.5).
 //! `mpirun -np R sgmcmc mnist --sampler icsgld --chains P --distributed` spreads the `P` chains
 //! over `R` ranks (feature `mpi`); rank 0 writes the run folder, the same files with the same
-//! bytes as the one-process run ([`run`] says how).
+//! bytes as the one-process run ([`mod@run`] says how).
 //!
 //! **How the model average is weighted.** The papers define the weight of a sample as
 //! `theta[J]^zeta`; the reference code that produced the MNIST and CIFAR figures (ICSGLD and

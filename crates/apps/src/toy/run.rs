@@ -73,7 +73,7 @@ pub struct Persist {
     pub stop_after: Option<u64>,
     /// The checkpoint to continue from, with this rank's part of a distributed one.
     pub resume: Option<Resume>,
-    /// The caller's record of the run, stored in every checkpoint ([`Checkpoint::meta`]).
+    /// The caller's record of the run, stored in every checkpoint ([`sgmcmc_engine::Checkpoint::meta`]).
     pub meta: Vec<u8>,
 }
 

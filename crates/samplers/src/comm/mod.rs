@@ -6,7 +6,9 @@
 //! estimates its chains' energies, and one [`Communicator::all_gather`] of `P` `f64` gives every
 //! rank the same global vector. The control layer (swap tests, ladder, buffer, `theta`, the swap
 //! stream) then runs identically on every rank from identical inputs, and each rank moves its own
-//! chains with their step sizes. Nothing else crosses: swaps exchange rungs, not parameters.
+//! chains with their step sizes. Swaps exchange rungs, not parameters; the one thing that moves
+//! between ranks is a velocity, which stays with its rung: an accepted swap of chains on two
+//! ranks sends each chain's kernel state to the other rank ([`Communicator::exchange`]).
 //!
 //! The in-process [`Local`] communicator (one rank) is the default, so a single-process run is a
 //! distributed run of size 1, bit for bit. [`ThreadGroup`] runs ranks as threads of one process
@@ -41,7 +43,8 @@ impl From<CommError> for SamplerError {
     }
 }
 
-/// How the ranks of a run talk: a handful of collective operations on small buffers.
+/// How the ranks of a run talk: a handful of collective operations on small buffers, and one
+/// point-to-point exchange between two ranks.
 ///
 /// Every rank must call the same collectives in the same order (they block until all ranks
 /// reach them). A rank that cannot continue should end the job with [`Communicator::abort`]
