@@ -83,20 +83,32 @@ fn swap_round(ranks: &Ranks, p: usize, out: &mut Vec<Figure>) -> Result<(), AppE
     };
     comm.barrier().map_err(comm_err)?;
     let np = ranks.size();
-    let mut push = |name: String, (wall, cpu): (f64, f64)| {
-        out.push(Figure {
-            name: format!("{name} wall us"),
-            per_second: wall * 1e6,
-        });
-        out.push(Figure {
-            name: format!("{name} cpu us"),
-            per_second: cpu * 1e6,
-        });
-    };
-    push(format!("allgather {p} f64 over {np} ranks"), gather);
-    push(format!("deo-sgd x{p} step over {np} ranks"), step);
-    push(format!("deo-sgd x{p} step in one process"), one);
+    push_times(
+        out,
+        &format!("allgather {p} f64 over {np} ranks"),
+        gather,
+        "us",
+    );
+    push_times(
+        out,
+        &format!("deo-sgd x{p} step over {np} ranks"),
+        step,
+        "us",
+    );
+    push_times(out, &format!("deo-sgd x{p} step in one process"), one, "us");
     Ok(())
+}
+
+/// Adds the wall and CPU times `(wall, cpu)` (seconds) of `name` to `out` in `unit` (`us` or
+/// `ms`), as `NAME wall UNIT` and `NAME cpu UNIT`.
+fn push_times(out: &mut Vec<Figure>, name: &str, (wall, cpu): (f64, f64), unit: &str) {
+    let scale = if unit == "ms" { 1e3 } else { 1e6 };
+    for (kind, seconds) in [("wall", wall), ("cpu", cpu)] {
+        out.push(Figure {
+            name: format!("{name} {kind} {unit}"),
+            per_second: seconds * scale,
+        });
+    }
 }
 
 /// `P = 4` independent CNN chains: over the ranks (each steps its block on one thread) and on

@@ -19,7 +19,7 @@ use sgmcmc_samplers::SamplerError;
 use sgmcmc_samplers::comm::{ChainLayout, Communicator, Local, Placement};
 use sgmcmc_samplers::sampler::Sampler;
 
-pub use resume::{Resume, one_process_error};
+pub use resume::{Resume, one_process_error, resume_command};
 
 use crate::error::AppError;
 
@@ -100,6 +100,11 @@ impl Ranks {
     /// The communicator.
     pub fn comm(&self) -> &Arc<dyn Communicator> {
         &self.comm
+    }
+
+    /// The command that continues the run of `sgmcmc COMMAND` in `dir` on these ranks.
+    pub fn resume_command(&self, command: &str, dir: &std::path::Path) -> String {
+        resume_command(command, dir, self.is_distributed().then(|| self.size()))
     }
 
     /// `chains` chains in contiguous blocks over the ranks.
@@ -266,6 +271,12 @@ impl Ranks {
         ciborium::from_reader(bytes.as_slice())
             .map_err(|e| AppError::Run(format!("rank 0's broadcast is unreadable: {e}")))
     }
+}
+
+/// `files` (what a command writes into its run folder) and the checkpoint parts of a
+/// distributed run: what a fresh run with `--force` deletes first.
+pub fn with_parts(files: &[&'static str]) -> Vec<&'static str> {
+    files.iter().copied().chain(["checkpoint.rank-*"]).collect()
 }
 
 /// Rows of this rank's chains, one row per step (`rows[k]` its chains' values at step `k`),

@@ -28,14 +28,14 @@ impl Resume {
     }
 
     /// Reads the checkpoint at `path` for `ranks`: in one process the file itself (a
-    /// distributed run's manifest is refused with the command that resumes it; `resume` is the
-    /// one-process command, e.g. `sgmcmc mnist --resume DIR`), over several ranks this rank's
-    /// part (the manifest read on rank 0 and broadcast; another number of ranks is refused
-    /// with the one that works). A failure on any rank ends the job.
-    pub fn read(path: &Path, ranks: &Ranks, resume: &str) -> Result<Self, AppError> {
+    /// distributed run's manifest is refused with the command that resumes it, `sgmcmc
+    /// COMMAND --resume DIR` on its ranks), over several ranks this rank's part (the manifest
+    /// read on rank 0 and broadcast; another number of ranks is refused with the one that
+    /// works). A failure on any rank ends the job.
+    pub fn read(path: &Path, ranks: &Ranks, command: &str, dir: &Path) -> Result<Self, AppError> {
         if !ranks.is_distributed() {
-            let c =
-                Checkpoint::read(path).map_err(|e| one_process_error(path, e.into(), resume))?;
+            let c = Checkpoint::read(path)
+                .map_err(|e| one_process_error(path, e.into(), command, dir))?;
             return Ok(Self::whole(c));
         }
         let read = read_part(path, ranks.comm().as_ref()).map_err(AppError::from);
@@ -44,6 +44,28 @@ impl Resume {
             checkpoint,
             part: Some((part, manifest)),
         })
+    }
+
+    /// [`Resume::read`] of a command's run folder `dir` whose checkpoints (`path`) carry the
+    /// command's settings `M` in their meta; `chains` says how many chains those settings run
+    /// (checked against the checkpoint's layout) and `what` describes a checkpoint that is not
+    /// the command's.
+    pub fn read_meta<M: serde::de::DeserializeOwned>(
+        (path, dir): (&Path, &Path),
+        ranks: &Ranks,
+        (command, what): (&str, &str),
+        chains: impl Fn(&M) -> usize,
+    ) -> Result<(M, Self), AppError> {
+        let r = Self::read(path, ranks, command, dir)?;
+        let meta = sgmcmc_engine::observer::decode(&r.checkpoint.meta).map_err(|e| {
+            AppError::Input(format!(
+                "{}: {what} ({e}); start the run again with --force",
+                path.display()
+            ))
+        });
+        let meta = ranks.agree(meta)?;
+        ranks.agree(r.check_chains(path, chains(&meta), ranks))?;
+        Ok((meta, r))
     }
 
     /// Errors (on every rank alike) unless the checkpoint lays out `chains` chains over the
@@ -65,18 +87,28 @@ impl Resume {
     }
 }
 
-/// A one-process resume (`resume`, e.g. `sgmcmc mnist --resume DIR`) of a distributed run's
-/// manifest says how to resume it; other errors stay as they are.
-pub fn one_process_error(path: &Path, e: AppError, resume: &str) -> AppError {
+/// The command that continues the run of `sgmcmc COMMAND` in `dir`: in one process, or
+/// (`ranks`) under `mpirun` on that many ranks.
+pub fn resume_command(command: &str, dir: &Path, ranks: Option<usize>) -> String {
+    let one = format!("sgmcmc {command} --resume {}", dir.display());
+    match ranks {
+        Some(n) => format!("mpirun -np {n} {one} --distributed"),
+        None => one,
+    }
+}
+
+/// A one-process resume of a distributed run's manifest at `path` (the run of `sgmcmc COMMAND`
+/// in `dir`) says how to resume it; other errors stay as they are.
+pub fn one_process_error(path: &Path, e: AppError, command: &str, dir: &Path) -> AppError {
     let manifest = std::fs::read(path)
         .ok()
         .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok());
     match manifest {
         Some(m) => AppError::Usage(format!(
-            "{}: a checkpoint of {} ranks; resume it with `mpirun -np {} {resume} --distributed`",
+            "{}: a checkpoint of {} ranks; resume it with `{}`",
             path.display(),
             m.ranks,
-            m.ranks,
+            resume_command(command, dir, Some(m.ranks))
         )),
         None => e,
     }

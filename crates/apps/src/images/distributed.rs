@@ -11,8 +11,6 @@
 //! (variance-reduced replica exchange, one process), and cycSWAG, whose draws come from
 //! per-chain fits rank 0 does not hold.
 
-use std::path::PathBuf;
-
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_models::{ImageClassifier, Posterior};
@@ -24,8 +22,8 @@ use super::config::ImagesConfig;
 use super::data::ImagesData;
 use super::eval::probabilities;
 use super::run::{ImagesSampler, Stop};
-use super::{FILES, ImagesArgs, config_of, execute_on};
-use crate::distributed::Ranks;
+use super::{FILES, ImagesArgs, config_of, execute_on, out_dir};
+use crate::distributed::{Ranks, with_parts};
 use crate::error::AppError;
 use crate::output::fresh_run_dir;
 use crate::overrides::ConfigFile;
@@ -107,16 +105,11 @@ pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
     let resolved = (|| {
         let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
         let config = config_of(a, file.as_ref())?;
-        let dir = a.out.clone().unwrap_or_else(|| {
-            PathBuf::from(format!(
-                "runs/images-{}-{}-{}",
-                config.dataset, config.preset, config.sampler
-            ))
-        });
+        let dir = out_dir(a, &config);
         Ok((config, dir))
     })();
     let (config, dir) = ranks.agree(resolved)?;
-    ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, FILES).map(drop))?;
+    ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, &with_parts(FILES)).map(drop))?;
     let root = crate::output::data_root(a.data_dir.as_deref());
     let data = ranks.agree(ImagesData::load(&root, &config))?;
     execute_on(&ranks, &config, &data, &dir, a.device, None, stop, a.quiet)?;

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, Resume};
+use crate::distributed::{Ranks, Resume, with_parts};
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
@@ -130,7 +130,6 @@ pub struct ImagesArgs {
 /// What one run writes into its folder.
 pub const FILES: &[&str] = &[
     "checkpoint.cbor",
-    "checkpoint.rank-*",
     "config.toml",
     "energy.csv",
     "accuracy.csv",
@@ -254,15 +253,7 @@ fn report_run(
     record: &Record,
 ) -> Result<(), AppError> {
     if record.steps_done < run::total_steps(config, data) {
-        let command = if ranks.is_distributed() {
-            format!(
-                "mpirun -np {} sgmcmc images --resume {} --distributed",
-                ranks.size(),
-                dir.display()
-            )
-        } else {
-            format!("sgmcmc images --resume {}", dir.display())
-        };
+        let command = ranks.resume_command("images", dir);
         println!(
             "{}: stopped after {} steps; continue with `{command}`",
             config.sampler, record.steps_done
@@ -303,6 +294,16 @@ fn report_run(
         dir.display()
     );
     Ok(())
+}
+
+/// The run folder: `--out`, else `runs/images-DATASET-PRESET-SAMPLER`.
+fn out_dir(a: &ImagesArgs, config: &ImagesConfig) -> PathBuf {
+    a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "runs/images-{}-{}-{}",
+            config.dataset, config.preset, config.sampler
+        ))
+    })
 }
 
 fn list() {
@@ -358,13 +359,8 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     }
     let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
     let config = config_of(a, file.as_ref())?;
-    let dir = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from(format!(
-            "runs/images-{}-{}-{}",
-            config.dataset, config.preset, config.sampler
-        ))
-    });
-    let dir = fresh_run_dir(&dir, a.force.force, FILES)?;
+    let dir = out_dir(a, &config);
+    let dir = fresh_run_dir(&dir, a.force.force, &with_parts(FILES))?;
     let data = ImagesData::load(&crate::output::data_root(a.data_dir.as_deref()), &config)?;
     execute(&config, &data, &dir, a.device, None, stop, a.quiet)?;
     Ok(())

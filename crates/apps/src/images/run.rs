@@ -123,21 +123,10 @@ pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError>
 /// refused on another number of ranks) and what it records.
 pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(ImagesMeta, Resume), AppError> {
     let path = checkpoint_path(dir);
-    let r = Resume::read(
-        &path,
-        ranks,
-        &format!("sgmcmc images --resume {}", dir.display()),
-    )?;
-    let meta: ImagesMeta = ranks.agree(
-        sgmcmc_engine::observer::decode(&r.checkpoint.meta).map_err(|e| {
-            AppError::Input(format!(
-                "{}: not an images checkpoint ({e}); start the run again with --force",
-                path.display()
-            ))
-        }),
-    )?;
-    ranks.agree(r.check_chains(&path, meta.config.chains, ranks))?;
-    Ok((meta, r))
+    let what = "not an images checkpoint";
+    Resume::read_meta((&path, dir), ranks, ("images", what), |m: &ImagesMeta| {
+        m.config.chains
+    })
 }
 
 /// Steps per epoch.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::data::MnistData;
 use super::run::Stop;
 use super::{FILES, MnistArgs, config_of, data_dir, preset_of, samplers_of};
-use crate::distributed::Ranks;
+use crate::distributed::{Ranks, with_parts};
 use crate::error::AppError;
 use crate::output::fresh_run_dir;
 use crate::overrides::ConfigFile;
@@ -34,7 +34,7 @@ pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {
         Ok((config, dir))
     })();
     let (config, dir) = ranks.agree(resolved)?;
-    ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, FILES).map(drop))?;
+    ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, &with_parts(FILES)).map(drop))?;
     let data = ranks.agree(MnistData::load(&data_dir(a), &config))?;
     super::execute_on(&ranks, &config, &data, &dir, a.device, None, stop, a.quiet)?;
     Ok(())

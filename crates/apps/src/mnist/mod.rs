@@ -58,7 +58,7 @@ use clap::Args;
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, Resume};
+use crate::distributed::{Ranks, Resume, with_parts};
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
@@ -182,11 +182,11 @@ pub struct MnistArgs {
     pub distributed: bool,
 }
 
-/// What one run writes into its folder (the checkpoint, or a distributed run's manifest and
-/// parts, the settings, the tables, figures and summary of [`report`]).
+/// What one run writes into its folder (the checkpoint, or a distributed run's manifest, the
+/// settings, the tables, figures and summary of [`report`]; a distributed run's checkpoint
+/// parts beside them, [`crate::distributed::with_parts`]).
 pub const FILES: &[&str] = &[
     "checkpoint.cbor",
-    "checkpoint.rank-*",
     "config.toml",
     "loss.csv",
     "loss.png",
@@ -308,11 +308,7 @@ pub fn execute_on(
     };
     ranks.on_leader(|| {
         if record.epochs_done < config.epochs {
-            let command = if ranks.is_distributed() {
-                format!("mpirun -np {} sgmcmc mnist --resume {} --distributed", ranks.size(), dir.display())
-            } else {
-                format!("sgmcmc mnist --resume {}", dir.display())
-            };
+            let command = ranks.resume_command("mnist", dir);
             println!(
                 "{}: stopped after {} of {} epochs; continue with `{command}`",
                 config.sampler, record.epochs_done, config.epochs
@@ -445,7 +441,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
                 (Some(o), _) => o.join(s),
                 (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{s}")),
             };
-            fresh_run_dir(&dir, a.force.force, FILES)
+            fresh_run_dir(&dir, a.force.force, &with_parts(FILES))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut data: Option<MnistData> = None;

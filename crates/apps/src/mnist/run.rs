@@ -118,23 +118,11 @@ pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> 
 /// Reads a run directory's checkpoint for `ranks` (this rank's part of a distributed one,
 /// refused on another number of ranks) and what it records.
 pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(MnistMeta, Resume), AppError> {
+    let what = "not an mnist checkpoint with its data record, or one from an older sgmcmc";
     let path = checkpoint_path(dir);
-    let r = Resume::read(
-        &path,
-        ranks,
-        &format!("sgmcmc mnist --resume {}", dir.display()),
-    )?;
-    let meta: MnistMeta = ranks.agree(
-        sgmcmc_engine::observer::decode(&r.checkpoint.meta).map_err(|e| {
-            AppError::Input(format!(
-                "{}: not an mnist checkpoint with its data record, or one from an older sgmcmc \
-                 ({e}); start the run again with --force",
-                path.display()
-            ))
-        }),
-    )?;
-    ranks.agree(r.check_chains(&path, meta.config.chains, ranks))?;
-    Ok((meta, r))
+    Resume::read_meta((&path, dir), ranks, ("mnist", what), |m: &MnistMeta| {
+        m.config.chains
+    })
 }
 
 /// The sampler of a run.

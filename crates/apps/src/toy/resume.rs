@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::config::ToyConfig;
 use super::run::{Persist, ToyOutcome, run_toy_on};
 use crate::cli::{ToyArgs, report_toy};
-use crate::distributed::{Ranks, Resume};
+use crate::distributed::{Ranks, Resume, resume_command};
 use crate::error::AppError;
 
 /// The checkpoint file (the manifest of a distributed run) in a run folder.
@@ -70,13 +70,7 @@ pub fn report_or_stop(
     ranks: Option<usize>,
 ) -> Result<(), AppError> {
     if outcome.stopped {
-        let command = match ranks {
-            Some(n) => format!(
-                "mpirun -np {n} sgmcmc toy --resume {} --distributed",
-                out.display()
-            ),
-            None => format!("sgmcmc toy --resume {}", out.display()),
-        };
+        let command = resume_command("toy", out, ranks);
         println!("stopped at a checkpoint; continue with `{command}`");
         return Ok(());
     }
@@ -105,8 +99,7 @@ pub fn finish_distributed(
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
     let ranks = Ranks::of(a.distributed)?;
-    let hint = format!("sgmcmc toy --resume {}", dir.display());
-    let resume = Resume::read(&path, &ranks, &hint)?;
+    let resume = Resume::read(&path, &ranks, "toy", dir)?;
     let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
     ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;
     let persist = Persist {

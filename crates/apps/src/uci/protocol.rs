@@ -637,8 +637,7 @@ where
         let path = f.dir.join("checkpoint.cbor");
         // Rank 0 looks for a manifest (each rank's part sits beside it).
         if f.resume && ranks.broadcast(path.exists())? {
-            let hint = format!("sgmcmc uci --resume {}", f.run_dir().display());
-            let resume = Resume::read(&path, ranks, &hint)?;
+            let resume = Resume::read(&path, ranks, "uci", f.run_dir())?;
             ranks.agree(resume.check_chains(&path, layout.total(), ranks))?;
             r = resume.apply(r);
         }

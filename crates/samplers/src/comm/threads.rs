@@ -86,7 +86,7 @@ impl ThreadGroup {
 
     /// Puts this rank's contribution in its slot, meets, reads, and meets again (so no rank
     /// overwrites a slot another still reads).
-    fn exchange<T>(
+    fn collective<T>(
         &self,
         put: impl FnOnce(&mut State),
         read: impl FnOnce(&State) -> T,
@@ -116,7 +116,7 @@ impl Communicator for ThreadGroup {
         global: &mut [f64],
     ) -> Result<(), CommError> {
         check_gather(self.rank, local, counts, global)?;
-        self.exchange(
+        self.collective(
             |s| s.values[self.rank] = local.to_vec(),
             |s| {
                 let mut at = 0;
@@ -129,14 +129,14 @@ impl Communicator for ThreadGroup {
     }
 
     fn gather_bytes(&self, local: &[u8]) -> Result<Option<Vec<Vec<u8>>>, CommError> {
-        self.exchange(
+        self.collective(
             |s| s.bytes[self.rank] = local.to_vec(),
             |s| (self.rank == 0).then(|| s.bytes.clone()),
         )
     }
 
     fn broadcast_bytes(&self, bytes: &mut Vec<u8>) -> Result<(), CommError> {
-        let root = self.exchange(
+        let root = self.collective(
             |s| {
                 if self.rank == 0 {
                     s.bytes[0] = bytes.clone();
@@ -193,7 +193,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ranks_gather_in_rank_order_and_an_abort_releases_the_others() {
+    fn ranks_gather_in_rank_order_exchange_in_pairs_and_an_abort_releases_the_others() {
         let counts = [2, 1, 3];
         let out: Vec<Vec<f64>> = std::thread::scope(|s| {
             let handles: Vec<_> = ThreadGroup::new(3)
@@ -213,6 +213,14 @@ mod tests {
                         assert_eq!(b, vec![7]);
                         let gathered = g.gather_bytes(&[r as u8]).unwrap();
                         assert_eq!(gathered.is_some(), r == 0);
+                        // Ranks 0 and 2 trade two messages point to point; rank 1 sits out.
+                        if r != 1 {
+                            let peer = 2 - r;
+                            for k in 0..2 {
+                                let got = g.exchange(peer, &[r as f64, k as f64]).unwrap();
+                                assert_eq!(got, [peer as f64, k as f64]);
+                            }
+                        }
                         all
                     })
                 })

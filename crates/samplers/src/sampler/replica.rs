@@ -27,7 +27,9 @@
 //! x_(k-1)` lags half a step (`E[v | x] = lr / (1 + mu) grad U(x)`), so the velocity is shifted
 //! by that lag to the position it now drives ([`Kernel::velocity_lag`]); without the shift
 //! rung 0's variance was 1-7% low at swap rates of 0.4-0.7 per step, whatever the step size
-//! (`tests/replica_momentum.rs`). Samples of the target come from the replica on rung 0
+//! (`tests/replica_momentum.rs`). When the two replicas of a swap live on two ranks, those
+//! ranks exchange the replicas' kernel states and each applies its half of the same update
+//! ([`crate::ensemble::KernelRow`]). Samples of the target come from the replica on rung 0
 //! ([`StepReport::rungs`]).
 
 use serde::{Deserialize, Serialize};
