@@ -24,7 +24,9 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Likelihood, Posterior, ResNetConfig, Scale, Targets};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::toy::by_name;
-use sgmcmc_samplers::ensemble::{Draws, Ensemble, HostEnsemble, KernelRow, ModuleEnsemble};
+use sgmcmc_samplers::ensemble::{
+    Draws, Ensemble, HostEnsemble, KernelRow, ModuleEnsemble, RowSwap,
+};
 use sgmcmc_samplers::kernel::{Kernel, StepSize};
 use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
@@ -237,8 +239,12 @@ fn velocity_swap(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<
             let mine = ens.kernel_row(0)?.to_values();
             values = mine.len();
             let theirs = comm.exchange(1 - rank, &mine).map_err(comm_err)?;
-            let row = KernelRow::from_values(&theirs)?;
-            Ok(ens.take_kernel_row(0, &row, 1e-8, rank == 0)?)
+            let swap = RowSwap {
+                peer: KernelRow::from_values(&theirs)?,
+                lag: 1e-8,
+                first: rank == 0,
+            };
+            Ok(ens.take_kernel_row(0, &swap)?)
         })?,
         None => (0.0, 0.0),
     };

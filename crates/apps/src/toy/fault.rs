@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::SamplerError;
 use sgmcmc_samplers::checkpoint::EnsembleState;
-use sgmcmc_samplers::ensemble::{Draws, Ensemble, KernelRow};
+use sgmcmc_samplers::ensemble::{Draws, Ensemble, KernelRow, RowSwap};
 use sgmcmc_samplers::kernel::{Coefficients, Kernel};
 
 /// What goes wrong.
@@ -119,14 +119,8 @@ impl<E: Ensemble> Ensemble for Faulty<E> {
         self.inner.kernel_row(c)
     }
 
-    fn take_kernel_row(
-        &mut self,
-        c: usize,
-        peer: &KernelRow,
-        lag: f64,
-        first: bool,
-    ) -> Result<(), SamplerError> {
-        self.inner.take_kernel_row(c, peer, lag, first)
+    fn take_kernel_row(&mut self, c: usize, swap: &RowSwap) -> Result<(), SamplerError> {
+        self.inner.take_kernel_row(c, swap)
     }
 
     fn snapshot_into(&self, out: &mut E::Snapshot) {

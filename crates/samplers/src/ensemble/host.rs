@@ -1,6 +1,6 @@
 //! Toy chains in host memory: the tensor-free fast path.
 
-use super::{Draws, Ensemble, KernelRow, ParamRow, shifted};
+use super::{Draws, Ensemble, KernelRow, ParamRow, RowSwap, shifted};
 use crate::checkpoint::{EnsembleState, mismatch};
 use crate::density::toy::ToyTarget;
 use crate::error::{SamplerError, TargetError};
@@ -213,15 +213,9 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         })
     }
 
-    fn take_kernel_row(
-        &mut self,
-        c: usize,
-        peer: &KernelRow,
-        lag: f64,
-        first: bool,
-    ) -> Result<(), SamplerError> {
+    fn take_kernel_row(&mut self, c: usize, swap: &RowSwap) -> Result<(), SamplerError> {
         let (d, len) = (self.dim, self.x.len());
-        let [p] = peer.params.as_slice() else {
+        let [p] = swap.peer.params.as_slice() else {
             return Err(mismatch("a host chain's kernel row has one tensor"));
         };
         if self.slots == 0 || p.slots.len() != self.slots {
@@ -238,7 +232,7 @@ impl<T: HostTarget> Ensemble for HostEnsemble<T> {
         }
         if let Some(g) = &p.grad {
             let own = &self.grad[at..at + d];
-            let v = shifted(&self.state[at..at + d], own, g, lag, first);
+            let v = shifted(&self.state[at..at + d], own, g, swap.lag, swap.first);
             self.state[at..at + d].copy_from_slice(&v);
         }
         Ok(())

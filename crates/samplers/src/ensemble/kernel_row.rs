@@ -18,6 +18,18 @@ pub struct KernelRow {
     pub params: Vec<ParamRow>,
 }
 
+/// The other chain's half of a swap as this rank's chain takes it
+/// ([`super::Ensemble::take_kernel_row`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RowSwap {
+    /// The other chain's kernel row.
+    pub peer: KernelRow,
+    /// The velocity lag of this rank's chain at its new rung.
+    pub lag: f64,
+    /// Whether this rank's chain is the swap's first chain `a` (the one on the lower rung).
+    pub first: bool,
+}
+
 /// One parameter tensor's row of a [`KernelRow`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParamRow {

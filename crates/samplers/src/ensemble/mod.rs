@@ -15,7 +15,7 @@ mod module;
 mod snapshot;
 
 pub use host::{HostEnsemble, HostPoints, HostTarget};
-pub use kernel_row::{KernelRow, ParamRow, shifted};
+pub use kernel_row::{KernelRow, ParamRow, RowSwap, shifted};
 pub use module::{ModuleEnsemble, module_values, with_module_values};
 pub use snapshot::{ExactHostTarget, SnapshotEnergy};
 
@@ -75,16 +75,10 @@ pub trait Ensemble {
     fn kernel_row(&self, c: usize) -> Result<KernelRow, SamplerError>;
 
     /// Chain `c`'s half of [`Ensemble::swap_kernel_state`] with a chain on another rank whose
-    /// [`Ensemble::kernel_row`] is `peer`: `c` takes `peer`'s kernel state, its velocity (slot
-    /// 0) shifted by `lag (g_c - g_peer)` if `c` is the swap's first chain (`first`), else by
+    /// [`Ensemble::kernel_row`] is `swap.peer`: `c` takes the peer's kernel state, its velocity
+    /// (slot 0) shifted by `lag (g_c - g_peer)` if `c` is the swap's first chain, else by
     /// `-lag (g_peer - g_c)`, in the operations of the one-process swap.
-    fn take_kernel_row(
-        &mut self,
-        c: usize,
-        peer: &KernelRow,
-        lag: f64,
-        first: bool,
-    ) -> Result<(), SamplerError>;
+    fn take_kernel_row(&mut self, c: usize, swap: &RowSwap) -> Result<(), SamplerError>;
 
     /// Writes the current points of every chain into `out` (reusing its buffers).
     fn snapshot_into(&self, out: &mut Self::Snapshot);

@@ -12,7 +12,7 @@ mod state;
 
 pub use state::{module_values, with_module_values};
 
-use super::{Draws, Ensemble, KernelRow};
+use super::{Draws, Ensemble, KernelRow, RowSwap};
 use crate::checkpoint::EnsembleState;
 use crate::density::Target;
 use crate::error::SamplerError;
@@ -298,15 +298,9 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
         state::row_of(&self.chains[m], r)
     }
 
-    fn take_kernel_row(
-        &mut self,
-        c: usize,
-        peer: &KernelRow,
-        lag: f64,
-        first: bool,
-    ) -> Result<(), SamplerError> {
+    fn take_kernel_row(&mut self, c: usize, swap: &RowSwap) -> Result<(), SamplerError> {
         let (m, r) = self.locate(c)?;
-        state::take_row(&mut self.chains[m], r, peer, lag, first)
+        state::take_row(&mut self.chains[m], r, swap)
     }
 
     fn snapshot_into(&self, out: &mut Vec<M>) {

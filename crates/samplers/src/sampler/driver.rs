@@ -7,7 +7,7 @@ use super::{StepReport, check_finite};
 use crate::checkpoint::{AlgorithmState, ChainSpan, SamplerState, mismatch};
 use crate::comm::Placement;
 use crate::control::Phase;
-use crate::ensemble::{Draws, Ensemble};
+use crate::ensemble::{Draws, Ensemble, KernelRow, RowSwap};
 use crate::error::SamplerError;
 use crate::kernel::{Coefficients, Kernel, StepSize};
 
@@ -140,7 +140,7 @@ impl<E: Ensemble> Driver<E> {
 
     /// Chains `a` and `b` (global indices) trade kernel states with velocity lags `lags`
     /// ([`Ensemble::swap_kernel_state`]): in this rank's ensemble when it steps both; when it
-    /// steps one, its chain's [`KernelRow`](crate::ensemble::KernelRow) goes to the rank of the
+    /// steps one, its chain's [`KernelRow`] goes to the rank of the
     /// other and that rank's comes back (one point-to-point exchange); nothing when it steps
     /// neither.
     pub(crate) fn swap_kernel_state(
@@ -163,9 +163,12 @@ impl<E: Ensemble> Driver<E> {
         let mine = self.ensemble.kernel_row(own - first)?.to_values();
         let peer = self.placement.layout().owner(other);
         let theirs = self.placement.comm().exchange(peer, &mine)?;
-        let theirs = crate::ensemble::KernelRow::from_values(&theirs)?;
-        self.ensemble
-            .take_kernel_row(own - first, &theirs, lag, own_a)
+        let swap = RowSwap {
+            peer: KernelRow::from_values(&theirs)?,
+            lag,
+            first: own_a,
+        };
+        self.ensemble.take_kernel_row(own - first, &swap)
     }
 
     /// Moves this rank's chains with the coefficients set and closes the step's report.

@@ -7,7 +7,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 
-use super::super::{KernelRow, ParamRow};
+use super::super::{KernelRow, ParamRow, RowSwap};
 use crate::checkpoint::{ChainState, EnsembleState, TensorState, mismatch};
 use crate::error::SamplerError;
 use crate::rng::ChainRng;
@@ -304,16 +304,16 @@ pub(super) fn row_of<M: Module>(
         .map(|params| KernelRow { params })
 }
 
-/// Row `r` of a module chain takes `peer`'s kernel state, its velocity (slot 0) shifted as in
-/// [`swap_rows`]: by `lag (g_r - g_peer)` when it is the swap's first chain, else by
+/// Row `r` of a module chain takes `swap.peer`'s kernel state, its velocity (slot 0) shifted
+/// as in [`swap_rows`]: by `lag (g_r - g_peer)` when it is the swap's first chain, else by
 /// `-lag (g_peer - g_r)`, in the same tensor operations.
 pub(super) fn take_row<M: Module>(
     chain: &mut super::ModuleChain<M>,
     r: usize,
-    peer: &KernelRow,
-    lag: f64,
-    first: bool,
+    swap: &RowSwap,
 ) -> Result<(), SamplerError> {
+    let RowSwap { peer, lag, first } = swap;
+    let (lag, first) = (*lag, *first);
     let own = grads(chain);
     if own.len() != peer.params.len() {
         return Err(mismatch(format!(
