@@ -152,6 +152,7 @@ fn eat_advantage(
     for (model, w) in ensemble.modules().zip(weights) {
         let f = ensemble
             .target()
+            .now()
             .predict(model, x.clone(), std::slice::from_mut(masks))?
             .into_data()
             .try_into_vec::<f32>()

@@ -47,24 +47,14 @@ impl BufferPosterior {
         self
     }
 
-    /// The prediction of `model` for `x`: with dropout, the mean of the masked passes, masks
-    /// from `rngs[0]` ([`MlpPosterior::predict`]).
-    pub fn predict(
-        &self,
-        model: &Mlp,
-        x: Tensor<2>,
-        rngs: &mut [ChainRng],
-    ) -> Result<Tensor<2>, TargetError> {
-        self.now().predict(model, x, rngs)
-    }
-
     /// Sets `N` for every later step (shared by the clones the sampler holds).
     pub fn set_n(&self, n: usize) {
         self.n.store(n, Ordering::Relaxed);
     }
 
-    /// The posterior at the current `N`.
-    fn now(&self) -> MlpPosterior {
+    /// The posterior at the current `N` (its [`MlpPosterior::predict`] is the network's
+    /// prediction: with dropout, the mean of the masked passes).
+    pub fn now(&self) -> MlpPosterior {
         MlpPosterior {
             posterior: Posterior {
                 likelihood: Likelihood::Gaussian {

@@ -60,11 +60,13 @@ struct Layer {
 
 /// A forward pass: what the backward pass needs.
 struct Pass {
+    /// The layers.
+    layers: Vec<Layer>,
     /// `a_0 = x, a_1, ..., a_L = f` (hidden activations masked, `f` before averaging).
     acts: Vec<Tensor<2>>,
     /// Per activation: the mask and the unmasked activation, where masked.
     masked: Vec<Option<(Tensor<2>, Tensor<2>)>>,
-    /// The first activation whose rows are repeated, and how often.
+    /// The first activation whose rows are repeated, and how often (more than once).
     repeated: Option<(usize, usize)>,
 }
 
@@ -95,30 +97,20 @@ impl MlpPosterior {
     ) -> Result<(Tensor<1>, Option<GradientsParams>), TargetError> {
         let post = &self.posterior;
         post.likelihood.validate()?;
-        let layers = layers(model);
-        let x = batch.x.clone().inner();
-        let masks = self.masks(&layers, &x, rngs)?;
-        let mut pass = forward(&layers, model.relu, x, &masks)?;
-        let f = pass
-            .acts
-            .pop()
-            .expect("the forward pass returns the input and the output");
-        let copies = pass.repeated.map_or(1, |r| r.1);
-        let f = if copies > 1 { mean_rows(f, copies) } else { f };
+        let (pass, f) = self.evaluate(model, batch.x.clone(), rngs)?;
         let scale = post.scale.n_data as f64 / f.dims()[0] as f64;
         let (nll, delta) = output_grad(&post.likelihood, f, &batch.y, with_grads)?;
         let precision = post.scale.prior_precision;
         let mut energy = nll.mul_scalar(scale);
-        if let Some(sq) = squared_norm(&layers).filter(|_| precision > 0.0) {
+        if let Some(sq) = squared_norm(&pass.layers).filter(|_| precision > 0.0) {
             energy = energy + sq.mul_scalar(0.5 * precision);
         }
         let grads = delta.map(|d| {
-            let d = if copies > 1 {
-                repeat_rows(d.mul_scalar(scale / copies as f64), copies)
-            } else {
-                d.mul_scalar(scale)
+            let d = match pass.repeated {
+                Some((_, copies)) => repeat_rows(d.mul_scalar(scale / copies as f64), copies),
+                None => d.mul_scalar(scale),
             };
-            backward(&layers, model.relu, &pass, d, precision)
+            backward(model.relu, &pass, d, precision)
         });
         Ok((energy, grads))
     }
@@ -131,18 +123,30 @@ impl MlpPosterior {
         x: Tensor<2>,
         rngs: &mut [ChainRng],
     ) -> Result<Tensor<2>, TargetError> {
+        Ok(self.evaluate(model, x, rngs)?.1)
+    }
+
+    /// The forward pass on `x` with this posterior's masks (its activations without `f`) and
+    /// the output, each row's copies averaged.
+    fn evaluate(
+        &self,
+        model: &Mlp,
+        x: Tensor<2>,
+        rngs: &mut [ChainRng],
+    ) -> Result<(Pass, Tensor<2>), TargetError> {
         let layers = layers(model);
         let x = x.inner();
         let masks = self.masks(&layers, &x, rngs)?;
-        let mut pass = forward(&layers, model.relu, x, &masks)?;
+        let mut pass = forward(layers, model.relu, x, &masks)?;
         let f = pass
             .acts
             .pop()
-            .expect("the forward pass returns the output");
-        Ok(match pass.repeated {
-            Some((_, copies)) if copies > 1 => mean_rows(f, copies),
-            _ => f,
-        })
+            .expect("the forward pass returns the input and the output");
+        let f = match pass.repeated {
+            Some((_, copies)) => mean_rows(f, copies),
+            None => f,
+        };
+        Ok((pass, f))
     }
 
     /// The dropout masks of one evaluation on `x` (one per hidden layer; none without
@@ -176,7 +180,7 @@ impl MlpPosterior {
 /// The forward pass on `x`, hidden layer `l` masked by `masks.0[l]` where given, rows
 /// repeated `masks.1` times from the first masked layer on; errors if `x` has the wrong width.
 fn forward(
-    layers: &[Layer],
+    layers: Vec<Layer>,
     relu: bool,
     x: Tensor<2>,
     masks: &(Vec<Option<Tensor<2>>>, usize),
@@ -192,6 +196,7 @@ fn forward(
         acts: Vec::with_capacity(layers.len() + 1),
         masked: vec![None],
         repeated: None,
+        layers: Vec::new(),
     };
     pass.acts.push(x);
     for (i, l) in layers.iter().enumerate() {
@@ -217,6 +222,7 @@ fn forward(
         pass.acts.push(a);
         pass.masked.push(masked);
     }
+    pass.layers = layers;
     Ok(pass)
 }
 
@@ -240,13 +246,7 @@ fn squared_norm(layers: &[Layer]) -> Option<Tensor<1>> {
 
 /// Backpropagation from `delta = dU/df` (one row per row of `f`) through the layers of
 /// `pass`, adding the prior's `precision * theta`.
-fn backward(
-    layers: &[Layer],
-    relu: bool,
-    pass: &Pass,
-    mut delta: Tensor<2>,
-    precision: f64,
-) -> GradientsParams {
+fn backward(relu: bool, pass: &Pass, mut delta: Tensor<2>, precision: f64) -> GradientsParams {
     let with_prior = |g: Tensor<2>, p: Tensor<2>| {
         if precision > 0.0 {
             g + p.mul_scalar(precision)
@@ -255,7 +255,7 @@ fn backward(
         }
     };
     let mut grads = GradientsParams::new();
-    for (i, l) in layers.iter().enumerate().rev() {
+    for (i, l) in pass.layers.iter().enumerate().rev() {
         let a = &pass.acts[i];
         if l.sampled.0 {
             let dw = a.clone().transpose().matmul(delta.clone());
