@@ -1,5 +1,8 @@
 //! Dropout on an [`Mlp`](super::Mlp)'s hidden activations, as an option of the closed-form
-//! posterior [`MlpPosterior`](super::MlpPosterior) (Srivastava et al. 2014, inverted form).
+//! posterior [`MlpPosterior`](super::MlpPosterior) (Srivastava et al. 2014, inverted form;
+//! averaged masked passes as an approximate posterior predictive: Monte Carlo dropout, Gal &
+//! Ghahramani 2016; the Dropout agent of the thesis' bandit, sec. 6.4.3 / Table E.1: rate
+//! 50%, "each subprocess simulates 5 models for predictions").
 //!
 //! With keep probability `q = 1 - rate`, a masked hidden layer's activation becomes
 //! `a_l = act(z_l) * m_l`, `m_l[i, j] = 1 / q` with probability `q` and `0` otherwise, drawn
