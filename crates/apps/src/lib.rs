@@ -21,6 +21,7 @@ pub mod output;
 pub mod overrides;
 pub mod plot;
 pub mod predict;
+pub mod run_meta;
 pub mod progress;
 pub mod threads;
 pub mod toy;

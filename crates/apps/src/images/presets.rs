@@ -180,7 +180,10 @@ mod tests {
         );
         // Table 6.1's ICSGHMC decays the lr by 0.2 at epochs 250 and 375 of 500 (E.4.2);
         // Table 5.2's SGHMC keeps it constant.
-        assert_eq!((c.lr_milestones.clone(), c.lr_gamma), (vec![0.5, 0.75], 0.2));
+        assert_eq!(
+            (c.lr_milestones.clone(), c.lr_gamma),
+            (vec![0.5, 0.75], 0.2)
+        );
         let s = c.settings(195);
         assert_eq!(s.annealing.lr_milestones, vec![250.0, 375.0]);
         let constant = table_config("t52-sghmc-resnet20-c10", "gpu").unwrap();

@@ -7,7 +7,7 @@
 //! importance weight the sampler reports for that very point, and are scored on the
 //! out-of-distribution set too. Replica exchange samples from the chain on rung 0 only.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use burn::module::Module;
@@ -22,8 +22,7 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
-use crate::data_record::DataRecord;
-use crate::device::DeviceChoice;
+use crate::run_meta::{RunMeta, checkpoint_path};
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
@@ -92,32 +91,11 @@ pub struct LastSample {
 }
 
 /// What a run's checkpoints record beside the sampler: what `--resume` continues.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ImagesMeta {
-    /// The settings.
-    pub config: ImagesConfig,
-    /// The data folder read and the digest of its images.
-    pub data: DataRecord,
-    /// The device the run computes on.
-    pub device: DeviceChoice,
-}
-
-/// The checkpoint file of a run directory.
-pub fn checkpoint_path(dir: &Path) -> PathBuf {
-    dir.join("checkpoint.cbor")
-}
+pub type ImagesMeta = RunMeta<ImagesConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError> {
-    let path = checkpoint_path(dir);
-    let c = Checkpoint::read(&path)?;
-    let meta = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
-        AppError::Input(format!(
-            "{}: not an images checkpoint ({e}); start the run again with --force",
-            path.display()
-        ))
-    })?;
-    Ok((meta, c))
+    crate::run_meta::read_checkpoint(dir, "images")
 }
 
 /// Steps per epoch.

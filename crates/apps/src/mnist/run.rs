@@ -9,7 +9,7 @@
 //! first step). A checkpoint after every `checkpoint_every`-th epoch holds the sampler state
 //! and everything recorded so far; resuming from it replays the rest of the run exactly.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use burn::tensor::{Device, Tensor};
@@ -26,8 +26,7 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
-use crate::data_record::DataRecord;
-use crate::device::DeviceChoice;
+use crate::run_meta::{RunMeta, checkpoint_path};
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
@@ -84,35 +83,12 @@ pub struct Record {
     pub eval_seconds: f64,
 }
 
-/// The checkpoint file of a run directory (the engine's format; its `meta` is the run's
-/// [`MnistMeta`] in CBOR).
-pub fn checkpoint_path(dir: &Path) -> PathBuf {
-    dir.join("checkpoint.cbor")
-}
-
 /// What a run's checkpoints record beside the sampler: what `--resume` continues.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MnistMeta {
-    /// The settings.
-    pub config: MnistConfig,
-    /// The data folder read and the digest of its images.
-    pub data: DataRecord,
-    /// The device the run computes on.
-    pub device: DeviceChoice,
-}
+pub type MnistMeta = RunMeta<MnistConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> {
-    let path = checkpoint_path(dir);
-    let c = Checkpoint::read(&path)?;
-    let meta = sgmcmc_engine::observer::decode(&c.meta).map_err(|e| {
-        AppError::Input(format!(
-            "{}: not an mnist checkpoint with its data record, or one from an older sgmcmc \
-             ({e}); start the run again with --force",
-            path.display()
-        ))
-    })?;
-    Ok((meta, c))
+    crate::run_meta::read_checkpoint(dir, "mnist")
 }
 
 /// The sampler of a run.
