@@ -113,6 +113,10 @@ pub struct ImagesConfig {
     pub test_limit: usize,
     /// Out-of-distribution images scored (0 = all).
     pub ood_limit: usize,
+    /// Test images of each chain's accuracy curve at evaluations that collect nothing (the
+    /// first ones of the test set; 0 = all): collected networks and the last evaluation
+    /// always score the whole test set.
+    pub curve_limit: usize,
     /// Minibatch size.
     pub batch: usize,
     /// Epochs (passes of the step counter over the training set; every chain steps on every
@@ -226,6 +230,7 @@ impl ImagesConfig {
             train_limit: 0,
             test_limit: 0,
             ood_limit: 0,
+            curve_limit: 0,
             batch: 256,
             epochs: 500.0,
             // PyTorch's 0.1 on the mean loss (thesis E.4.2: lr 2e-6 at N = 50,000).
@@ -287,23 +292,26 @@ impl ImagesConfig {
 
     /// The CPU version of `gpu`: the same sampler, model and data (the full training and test
     /// sets) with a schedule shortened to fit about 15 minutes per sampler on a 2-core machine
-    /// (ResNet20 on 28x28 images at roughly 400 training and 500 test images per second):
-    /// batch 64 (more steps for the same images than the papers' 256), 3 epochs for one chain,
-    /// 1.5 for two, 1 for four or more (every chain steps on every batch), models collected from the middle of the run (after the first lr
-    /// decay) at 3 to 4 evaluations, and 2,000 out-of-distribution images.
+    /// (ResNet20 on 28x28 images at about 400 training and 400 test images per second):
+    /// batch 128, 4 epochs for one chain, 2 for two, 1 for four or more (every chain steps on
+    /// every batch), networks collected over the last quarter of the run (after the last lr
+    /// decay of the step-decay samplers), 12 evaluations (6 for four chains) whose curves
+    /// score the first 2,000 test images unless they collect, and 2,000 out-of-distribution
+    /// images.
     pub fn cpu(gpu: Self) -> Self {
         let (epochs, evaluations) = match gpu.chains {
-            1 => (3.0, 6.0),
-            2 => (1.5, 3.0),
-            _ => (1.0, 3.0),
+            1 => (4.0, 12.0),
+            2 => (2.0, 8.0),
+            _ => (1.0, 6.0),
         };
         Self {
-            batch: 64,
+            batch: 128,
             epochs,
             ood_limit: 2000,
+            curve_limit: 2000,
             eval_every: epochs / evaluations,
-            burn_epochs: epochs / 2.0,
-            checkpoint_every: epochs / 3.0,
+            burn_epochs: 0.75 * epochs,
+            checkpoint_every: epochs / 4.0,
             anneal_hold_epochs: 0,
             cycles: gpu.cycles.min(2),
             swag_per_epoch: 20,

@@ -22,7 +22,6 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
-use crate::run_meta::{RunMeta, checkpoint_path};
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
@@ -32,6 +31,7 @@ use crate::images::eval::{
 use crate::images::swag::{draws, trainable_values};
 use crate::output::write_toml;
 use crate::progress;
+use crate::run_meta::{RunMeta, checkpoint_path};
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -43,8 +43,12 @@ pub struct EvalRow {
     pub epoch: f64,
     /// Steps done.
     pub step: u64,
-    /// Test metrics of each chain's current network.
+    /// Test metrics of each chain's current network on the curve's images
+    /// ([`ImagesConfig::curve_limit`]).
     pub chains: Vec<Metrics>,
+    /// Test metrics of each chain's network on the whole test set, where it was scored on it
+    /// (collected networks, and every chain at the last evaluation).
+    pub full: Vec<Option<Metrics>>,
     /// Test metrics of the model average so far (`None` before the first collected model).
     pub bma: Option<Metrics>,
     /// Out-of-distribution metrics of the model average so far.
@@ -200,21 +204,25 @@ impl Recorder<'_> {
         &mut self,
         report: &StepReport,
         models: &[ImageClassifier],
+        last: bool,
     ) -> Result<(), AppError> {
         let k = report.step;
         let sampling = report.phase != Some(Phase::Exploration);
         let collect = k >= self.burn_steps && sampling;
         // cycSWAG averages its draws, not the SGD iterates.
         let collect = collect && self.swag.is_none();
-        let classes = self.data.classes();
-        let mut chains = Vec::new();
+        let (classes, test, curve) = (self.data.classes(), &self.data.test, &self.data.curve);
+        let (mut chains, mut full) = (Vec::new(), Vec::new());
         for (p, m) in models.iter().enumerate() {
-            let probs = probabilities(m, &self.data.test, &self.data.normaliser, &self.plain)?;
-            let own = metrics(&probs, &self.data.test);
-            chains.push(own);
             // The engine's rule (`Kept::chains`): replica exchange samples from the chain on
             // rung 0 after this step's swaps, at its pre-move point.
             let sample = report.rungs.get(p).is_none_or(|r| *r == 0);
+            let whole = (collect && sample) || last;
+            let set = if whole { test } else { curve };
+            let probs = probabilities(m, set, &self.data.normaliser, &self.plain)?;
+            // The curve's images are the first ones of the test set.
+            chains.push(metrics(&probs[..curve.len() * classes], curve));
+            full.push(whole.then(|| metrics(&probs, test)));
             if collect && sample {
                 let w = report.log_weights.get(p).copied().unwrap_or(0.0);
                 self.collect(m, w, probs)?;
@@ -236,6 +244,7 @@ impl Recorder<'_> {
             epoch: k as f64 / self.per_epoch as f64,
             step: k,
             chains,
+            full,
             bma,
             bma_ood,
             models: self.record.averages.test.models(),
@@ -339,7 +348,7 @@ impl Observer<ImagesSampler> for Recorder<'_> {
         self.record.energies.push(report.energies.clone());
         let t = Instant::now();
         if let Some(models) = self.held.take() {
-            self.evaluate(report, &models)
+            self.evaluate(report, &models, at.is_last())
                 .map_err(|e| RunError::Observer(e.to_string()))?;
         }
         self.swag_step(at, sampler, report)

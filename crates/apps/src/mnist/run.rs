@@ -26,13 +26,13 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
-use crate::run_meta::{RunMeta, checkpoint_path};
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, scores};
 use crate::output::write_toml;
 use crate::progress;
+use crate::run_meta::{RunMeta, checkpoint_path};
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -54,7 +54,8 @@ pub enum Schedule {
         initial: f64,
         /// Multiplicative factor at each milestone (> 0).
         gamma: f64,
-        /// Steps from which one more factor applies, increasing.
+        /// Steps from which one more factor applies, non-decreasing (a repeated step applies
+        /// the factor once for each, as PyTorch's `MultiStepLR`).
         at_steps: Vec<u64>,
     },
     /// Cyclical cosine schedule.
@@ -153,10 +154,10 @@ impl Schedule {
             } => {
                 positive("gamma", *gamma)?;
                 check(
-                    at_steps.windows(2).all(|w| w[0] < w[1]),
+                    at_steps.windows(2).all(|w| w[0] <= w[1]),
                     "milestones",
                     0.0,
-                    "must be increasing",
+                    "must not decrease",
                 )?;
                 *initial
             }
