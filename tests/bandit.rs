@@ -83,6 +83,78 @@ fn tiny_preset_writes_every_file() {
     succeeds(&forced);
 }
 
+/// The Dropout agent on the tiny preset writes every file; its masks (training and acting)
+/// come from the seed's streams, so a second run gives the same curves to the byte; its
+/// `config.toml` holds the dropout settings, and without them the agent is ConstSGD (the same
+/// curves as `constsgd`'s, which the masks change).
+#[test]
+fn tiny_preset_runs_the_dropout_agent() {
+    let base = tmp("bandit-dropout");
+    let data = base.join("data");
+    write_mushrooms(&data);
+    let data = data.to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let out = base.join(name);
+        let out = out.to_str().unwrap();
+        let mut args = vec!["bandit", "--data-dir", data, "--out", out, "--quiet"];
+        args.extend_from_slice(extra);
+        succeeds(&args);
+        for f in sgmcmc::apps::bandit::FILES {
+            assert!(Path::new(out).join(f).is_file(), "{name}: {f} missing");
+        }
+        let csv = std::fs::read_to_string(Path::new(out).join("regret.csv")).unwrap();
+        // The curves without the agent's name.
+        let curves: Vec<String> = csv
+            .lines()
+            .skip(1)
+            .map(|l| {
+                l.split(',')
+                    .enumerate()
+                    .filter(|c| c.0 != 1)
+                    .map(|c| c.1)
+                    .collect()
+            })
+            .collect();
+        (csv, curves)
+    };
+    let tiny = ["--preset", "tiny", "--seeds", "2", "--agents"];
+    let (csv, dropout) = run("first", &[&tiny[..], &["dropout"]].concat());
+    assert_eq!(csv.lines().count(), 1 + 8 * 2);
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(1) == Some("dropout"))
+    );
+    assert_eq!(run("again", &[&tiny[..], &["dropout"]].concat()).0, csv);
+    let config = base.join("first/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let table = "[agents.dropout]\nrate = 0.5\nsamples = 5\nlayers = \"last\"\n";
+    assert!(text.contains(table), "{text}");
+    let (_, constsgd) = run("constsgd", &[&tiny[..], &["constsgd"]].concat());
+    assert_ne!(dropout, constsgd, "the masks changed no action");
+    let plain = base.join("plain.toml");
+    std::fs::write(&plain, text.replace(table, "")).unwrap();
+    let (_, without) = run("plain", &["--config", plain.to_str().unwrap()]);
+    assert_eq!(without, constsgd);
+    // A rate of 1 would drop every unit: a one-line usage error.
+    let all = base.join("all.toml");
+    std::fs::write(&all, text.replace("rate = 0.5", "rate = 1.0")).unwrap();
+    let out = base.join("refused");
+    fails_with(
+        &[
+            "bandit",
+            "--config",
+            all.to_str().unwrap(),
+            "--data-dir",
+            data,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        2,
+        "agent dropout: invalid target parameter `dropout rate` = 1: must be in [0, 1)",
+    );
+}
+
 /// A run's `config.toml` repeats it (`--config`): the same regret curves to the byte, and
 /// an edited file (an agent's epsilon) gives other curves; `--seeds` may stand beside it,
 /// `--agents` may not.

@@ -91,13 +91,15 @@ fn the_resnet_pipeline_learns_the_synthetic_classes() {
 }
 
 /// Every sampler family of the tables, a few steps on every compiled device: the outputs are
-/// written and finite (wgpu runs the ResNet through lavapipe here, slowly: one epoch).
+/// written and finite (ndarray and wgpu, through lavapipe here, run one epoch of two samplers).
 #[test]
 fn every_sampler_family_runs_on_every_device() {
     let _serial = serial();
     let root = tmp("images-devices");
     for (choice, _device, _) in common::devices() {
-        let samplers: &[&str] = if choice == DeviceChoice::Wgpu {
+        // Every family on flex; two (a plain and a coupled sampler) on the slower ndarray
+        // convolutions and on wgpu through lavapipe.
+        let samplers: &[&str] = if choice != DeviceChoice::Flex {
             &["sghmc", "icsghmc"]
         } else {
             &[
@@ -113,7 +115,7 @@ fn every_sampler_family_runs_on_every_device() {
         };
         for sampler in samplers {
             let mut config = small(sampler, 2.0);
-            if choice == DeviceChoice::Wgpu {
+            if choice != DeviceChoice::Flex {
                 config.epochs = 1.0;
                 config.burn_epochs = 0.5;
                 config.chains = config.chains.min(2);

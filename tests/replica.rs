@@ -173,7 +173,7 @@ fn bad_settings_are_clear_errors() {
         scheme,
         rule,
         refresh: None,
-        cycle: None,
+        lr_scale: None,
     };
     let deterministic = |s: f64| SwapRule::Deterministic {
         buffer: 1.0,

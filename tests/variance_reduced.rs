@@ -27,7 +27,7 @@ fn resgld(taus: [f64; 2], lr: f64) -> ReplicaConfig {
             cooling: 0,
         },
         refresh: None,
-        cycle: None,
+        lr_scale: None,
     }
 }
 

@@ -82,13 +82,16 @@ pub enum Group {
     Mlp,
     /// The papers' MNIST CNN.
     Cnn,
-    /// ResNet20.
+    /// ResNet20: steps/s, the fast layers against burn's modules, sampler overheads, memory.
     Resnet,
+    /// ResNet20 steps/s alone, at the CIFAR and Fashion-MNIST shapes (a few steps: what CI
+    /// measures on wgpu through a software Vulkan driver).
+    ResnetSteps,
 }
 
 impl BenchArgs {
     fn runs(&self, g: Group) -> bool {
-        let convolutional = matches!(g, Group::Cnn | Group::Resnet);
+        let convolutional = matches!(g, Group::Cnn | Group::Resnet | Group::ResnetSteps);
         (self.only.is_empty() || self.only.contains(&g)) && !(convolutional && self.no_cnn)
     }
 }
@@ -228,33 +231,48 @@ fn resnet_sampler<M: Network<Input = Tensor<4>>>(
     )?)
 }
 
-/// ResNet20 training steps per second on `device` (an autodiff device): SGHMC at the CIFAR
-/// shape (3x32x32, batch 64), and at the Fashion-MNIST preset's shape (28x28, batch 128;
-/// 3 input channels until the network takes 1) with the fast layers against burn's modules
-/// alone (paired, interleaved: the speed-up of `layers` on this machine).
+/// ResNet20 SGHMC training steps per second on `device` (an autodiff device), at the CIFAR
+/// shape (3x32x32, batch 64) and at the Fashion-MNIST preset's (1x28x28, batch 128).
+fn resnet_steps(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Result<(), AppError> {
+    for (label, channels, side, batch, n) in [
+        ("resnet20_b64", 3, 32, 64, 50_000),
+        ("resnet20_28x28_b128", 1, 28, 128, 60_000),
+    ] {
+        let net = ResNetConfig::resnet20(10)
+            .with_in_channels(channels)
+            .init(device)
+            .map_err(|e| AppError::Run(e.to_string()))?;
+        let images = image_batch(batch, channels, side, device);
+        let mut sghmc = resnet_sampler(net, n)?;
+        let per_second = rate(a.seconds, || {
+            sghmc.step(&images).map(|_| ()).map_err(Into::into)
+        })?;
+        figures.push(Figure {
+            name: format!("{label}/sghmc steps on {}", a.device),
+            per_second,
+        });
+    }
+    Ok(())
+}
+
+/// The fast layers against burn's modules alone on ResNet20 at the Fashion-MNIST preset's
+/// shape (1x28x28, batch 128; paired, interleaved: the speed-up of `layers` on this machine),
+/// and the sampler overheads on the network.
 fn resnet_rate(
     a: &BenchArgs,
     device: &Device,
     figures: &mut Vec<Figure>,
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
-    let net = || {
+    let fashion = image_batch(128, 1, 28, device);
+    let grey = || {
         ResNetConfig::resnet20(10)
+            .with_in_channels(1)
             .init(device)
             .map_err(|e| AppError::Run(e.to_string()))
     };
-    let cifar = image_batch(64, 3, 32, device);
-    let mut sghmc = resnet_sampler(net()?, 50_000)?;
-    let per_second = rate(a.seconds, || {
-        sghmc.step(&cifar).map(|_| ()).map_err(Into::into)
-    })?;
-    figures.push(Figure {
-        name: "resnet20_b64/sghmc steps".into(),
-        per_second,
-    });
-    let fashion = image_batch(128, 3, 28, device);
-    let mut fast = resnet_sampler(net()?, 60_000)?;
-    let mut reference = resnet_sampler(ReferenceResNet { net: net()? }, 60_000)?;
+    let mut fast = resnet_sampler(grey()?, 60_000)?;
+    let mut reference = resnet_sampler(ReferenceResNet { net: grey()? }, 60_000)?;
     let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));
     let mut fb: Step = Box::new(|| reference.step(&fashion).map(|_| ()).map_err(Into::into));
     let (ra, rb, ratio) = paired(a.seconds, &mut fa, &mut fb)?;
@@ -273,11 +291,7 @@ fn resnet_rate(
         likelihood: Likelihood::Categorical,
         scale: Scale::from_weight_decay(60_000, 5e-4),
     };
-    let resnet = || {
-        ResNetConfig::resnet20(10)
-            .init(device)
-            .expect("a valid config")
-    };
+    let resnet = || grey().expect("a valid config");
     net_rates(a, label, resnet, &post, &fashion, figures, ratios)?;
     Ok(())
 }
@@ -298,7 +312,7 @@ fn resnet_memory(device: &Device, memory: &mut Vec<Amount>) -> Result<(), AppErr
     let Some(start) = peak_resident_bytes() else {
         return Ok(());
     };
-    let batch = image_batch(256, 3, 28, device);
+    let batch = image_batch(256, 1, 28, device);
     let post = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale::from_weight_decay(60_000, 5e-4),
@@ -306,7 +320,7 @@ fn resnet_memory(device: &Device, memory: &mut Vec<Amount>) -> Result<(), AppErr
     let mut peaks = Vec::new();
     for chains in [1usize, 4] {
         let nets = (0..chains)
-            .map(|_| ResNetConfig::resnet20(10).init(device))
+            .map(|_| ResNetConfig::resnet20(10).with_in_channels(1).init(device))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| AppError::Run(e.to_string()))?;
         let ens = ModuleEnsemble::new(post.clone(), nets, 1)?;
@@ -380,7 +394,7 @@ fn resgld2() -> Result<ReplicaConfig, AppError> {
             cooling: 0,
         },
         refresh: None,
-        cycle: None,
+        lr_scale: None,
     })
 }
 
@@ -723,6 +737,9 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             &mut figures,
             &mut ratios,
         )?;
+    }
+    if a.runs(Group::Resnet) || a.runs(Group::ResnetSteps) {
+        resnet_steps(a, &ad, &mut figures)?;
     }
     if a.runs(Group::Resnet) {
         resnet_memory(&ad, &mut memory)?;

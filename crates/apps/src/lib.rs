@@ -22,6 +22,7 @@ pub mod overrides;
 pub mod plot;
 pub mod predict;
 pub mod progress;
+pub mod run_meta;
 pub mod threads;
 pub mod toy;
 pub mod uci;

@@ -123,7 +123,7 @@ pub fn sampler(
             cooling: 0,
         },
         refresh: None,
-        cycle: None,
+        lr_scale: None,
     };
     let settings = sampler::VrConfig {
         replica,

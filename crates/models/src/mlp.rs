@@ -8,9 +8,13 @@ use serde::{Deserialize, Serialize};
 use crate::network::Network;
 
 mod closed_form;
+mod dropout;
 
 pub use closed_form::MlpPosterior;
+pub use dropout::{Dropout, DropoutLayers};
 
+#[cfg(test)]
+mod dropout_tests;
 #[cfg(test)]
 mod tests;
 

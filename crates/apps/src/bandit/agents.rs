@@ -5,9 +5,12 @@
 //! (the reference code's `AgentDN.evaluate`): chain `p` weighs `w_p + 1e-3`, `w_p` the sampler's
 //! weight of its last step (`theta[J_p]^zeta` for contour samplers, 1 otherwise), normalised over
 //! the chains. For a Langevin sampler this is Thompson sampling from the chains' current
-//! parameters; EpsGreedy also explores uniformly with probability `epsilon`.
+//! parameters; EpsGreedy also explores uniformly with probability `epsilon`. Dropout's chains
+//! predict the mean of `samples` masked passes (a fresh draw at every bandit step), as in
+//! training.
 
 use serde::{Deserialize, Serialize};
+use sgmcmc_models::mlp::{Dropout, DropoutLayers};
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::SamplerSettings;
 
@@ -25,12 +28,23 @@ pub struct AgentConfig {
     pub epsilon: f64,
     /// The lr is multiplied by this after every training round (1: constant).
     pub lr_decay: f64,
+    /// Dropout on the networks' hidden activations, in training and in acting (none for
+    /// every agent but `dropout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropout: Option<Dropout>,
     /// The registry sampler.
     pub sampler: SamplerSettings,
 }
 
 /// Every agent name `--agents` takes.
-pub const AGENTS: &[&str] = &["epsgreedy", "constsgd", "psgld", "pcsgld", "picsgld"];
+pub const AGENTS: &[&str] = &[
+    "epsgreedy",
+    "constsgd",
+    "dropout",
+    "psgld",
+    "pcsgld",
+    "picsgld",
+];
 
 /// The reference code's learning rate of SGD on `U = N * mean squared error` (thesis E.4.3).
 const SGD_LR: f64 = 1e-6;
@@ -40,6 +54,9 @@ const SGD_LR: f64 = 1e-6;
 /// (512), so its `lr = 3e-7` and `lambda = 1e-3` become `3e-7 * 512` and `1e-3 * 512`;
 /// its moving average keeps `0.99` of `V` per step. Temperature 0.3 as in the reference.
 /// Contour agents: `m = 100` bins of `du = 10` from `u_min`, `zeta = 20`.
+/// Dropout: ConstSGD's SGD on networks whose last hidden layer drops units with probability
+/// 0.5, each prediction the mean of 5 masked passes (the reference's `-rate 0.5 -samples 5`
+/// on its `DropoutNet`, `AgentDropout` and `DropoutRLReg`).
 pub fn agent(name: &str, u_min: f64) -> Option<AgentConfig> {
     let batch = 512.0;
     let psgld = |sampler: &str| SamplerSettings {
@@ -69,6 +86,7 @@ pub fn agent(name: &str, u_min: f64) -> Option<AgentConfig> {
         iters_factor: 1,
         epsilon: 0.0,
         lr_decay: 1.0,
+        dropout: None,
         sampler,
     };
     Some(match name {
@@ -78,6 +96,14 @@ pub fn agent(name: &str, u_min: f64) -> Option<AgentConfig> {
             ..base(sgd)
         },
         "constsgd" => base(sgd),
+        "dropout" => AgentConfig {
+            dropout: Some(Dropout {
+                rate: 0.5,
+                samples: 5,
+                layers: DropoutLayers::Last,
+            }),
+            ..base(sgd)
+        },
         "psgld" => base(psgld("psgld")),
         "pcsgld" => AgentConfig {
             chains: 1,

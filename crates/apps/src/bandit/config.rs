@@ -118,6 +118,10 @@ impl BanditConfig {
                     a.name
                 ));
             }
+            if let Some(d) = &a.dropout {
+                d.validate(self.hidden.len())
+                    .or_else(|e| bad(format!("agent {}: {e}", a.name)))?;
+            }
         }
         Ok(())
     }

@@ -27,7 +27,25 @@
 //!   each among 512 random pulls already give 5e4).
 //! * EpsGreedy is SGD with a decaying lr and uniform exploration, the reference's command for
 //!   it (`-c sgld -decay 0.999 -epsilon 0.003`, temperature 0), not RMSprop.
-//! * Dropout is not implemented.
+//! * Dropout runs the reference's dropout code (`-c dropout`: `DropoutNet`, `AgentDropout`,
+//!   `DropoutRLReg`) with its README's settings (`-lr 1e-6 -rate 0.5 -samples 5`, temperature
+//!   0, weight decay 1e-2): the README's command says `-c sgld`, with which `main.py` builds the
+//!   plain `DeterministicRLNet`, `AgentGreedy` and `DeterministicRLReg` and reads neither
+//!   `-rate` nor `-samples`, i.e. runs ConstSGD. Its masks come from the chains' streams
+//!   (training) and a stream of the seed's (acting), not torch's global generator.
+//!
+//! What that dropout code does, and this module with it: the last hidden layer's ReLU output
+//! goes through `F.dropout(., 0.5)` (inverted: a kept unit is doubled; never switched off, so
+//! in training and acting alike; the first hidden layer is not masked). Contexts are `[n, 1,
+//! d]`; `repeat_interleave(context, samples, dim=1)` makes `[n, 5, d]`, each copy with masks
+//! of its own, and `.mean(dim=1)` averages the 5 predictions. In training
+//! (`DropoutRLReg.get_loss_`) the squared error is taken of that mean (not the mean of 5
+//! squared errors); in acting (`AgentBayesNet.act`, which `AgentDropout` is) the one mushroom
+//! is unsqueezed to `[1, 1, d]`, repeated to `[1, 5, d]`, and the action is the argmax of the
+//! chains' weighted mean (`AgentDN.evaluate`, equal weights: the sampler returns `1e-3` for
+//! every chain) of the 5-copy means. Here the minibatch rows and the step's mushrooms are
+//! repeated the same way ([`sgmcmc_models::mlp::Dropout`] with `samples = 5`, layers `last`),
+//! fresh masks at every step and for every row.
 
 pub mod agents;
 pub mod config;
@@ -60,8 +78,8 @@ pub struct BanditArgs {
     /// the run; `--seeds` and where and how to run it may stand beside it.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Comma-separated agents (default: all): epsgreedy, constsgd, psgld, pcsgld (single chain
-    /// x T4), picsgld (x P4).
+    /// Comma-separated agents (default: all): epsgreedy, constsgd, dropout (SGD on a dropout
+    /// MLP, rate 0.5, 5 masked passes), psgld, pcsgld (single chain x T4), picsgld (x P4).
     #[arg(long, value_delimiter = ',')]
     pub agents: Vec<String>,
     /// Seeds per agent (1..=N) [default: 5].

@@ -6,7 +6,8 @@
 //! beyond `buffer`); then, once the buffer holds `initial_pulls` entries, the sampler takes
 //! `iters * iters_factor` steps on minibatches of `batch` drawn without replacement from the
 //! buffer, with `N` the buffer's size. The network maps `[one-hot mushroom, one-hot action]` to
-//! the predicted reward.
+//! the predicted reward. Dropout's acting masks come from a stream of their own (stream
+//! `u64::MAX` of the seed; the chains' training masks from theirs, `0..chains`).
 
 use std::collections::VecDeque;
 
@@ -16,10 +17,11 @@ use rand::{Rng, SeedableRng};
 use sgmcmc_data::Mushrooms;
 use sgmcmc_engine::{BatchSource, Run, RunError, init};
 use sgmcmc_models::posterior::Batch;
-use sgmcmc_models::{Activation, Mlp, MlpConfig, Network, Targets};
+use sgmcmc_models::{Activation, Mlp, MlpConfig, Targets};
 use sgmcmc_samplers::control::Schedule;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
+use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::Sampler;
 
 use super::agents::{AgentConfig, acting_weights};
@@ -128,12 +130,14 @@ fn sampler(
     Ok(spec.build(ensemble, seed)?)
 }
 
-/// Predicted rewards of eating minus passing for `mushrooms`, the weighted mean over chains.
+/// Predicted rewards of eating minus passing for `mushrooms`, the weighted mean over chains
+/// (with dropout, each chain's the mean of its masked passes, masks from `masks`).
 fn eat_advantage(
     sampler: &BanditSampler,
     weights: &[f64],
     data: &Mushrooms,
     mushrooms: &[usize],
+    masks: &mut ChainRng,
     device: &Device,
 ) -> Result<Vec<f64>, AppError> {
     let width = data.width + 2;
@@ -143,10 +147,13 @@ fn eat_advantage(
         input(data, m, Action::Eat, &mut x);
     }
     let x = Tensor::<2>::from_data(TensorData::new(x, [2 * mushrooms.len(), width]), device);
+    let ensemble = sampler.ensemble();
     let mut adv = vec![0.0; mushrooms.len()];
-    for (model, w) in sampler.ensemble().modules().zip(weights) {
-        let f = model
-            .forward(x.clone())
+    for (model, w) in ensemble.modules().zip(weights) {
+        let f = ensemble
+            .target()
+            .now()
+            .predict(model, x.clone(), std::slice::from_mut(masks))?
             .into_data()
             .try_into_vec::<f32>()
             .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
@@ -164,6 +171,7 @@ struct Streams {
     coins: StdRng,
     explore: StdRng,
     batches: StdRng,
+    masks: ChainRng,
 }
 
 impl Streams {
@@ -174,6 +182,7 @@ impl Streams {
             coins: s(1),
             explore: s(2),
             batches: s(3),
+            masks: ChainRng::new(seed, u64::MAX),
         }
     }
 }
@@ -186,7 +195,8 @@ pub fn run_agent(
     seed: u64,
     device: &Device,
 ) -> Result<Vec<f64>, AppError> {
-    let posterior = BufferPosterior::new(config.noise_precision, config.prior_precision);
+    let posterior = BufferPosterior::new(config.noise_precision, config.prior_precision)
+        .with_dropout(agent.dropout);
     let mut sampler = sampler(config, agent, data.width, posterior.clone(), seed, device)?;
     let iters = config.iters * agent.iters_factor;
     let mut rng = Streams::new(seed);
@@ -200,7 +210,7 @@ pub fn run_agent(
             .collect();
         let trained = sampler.steps_done() > 0;
         let advantage = if trained {
-            eat_advantage(&sampler, &weights, data, &mushrooms, device)?
+            eat_advantage(&sampler, &weights, data, &mushrooms, &mut rng.masks, device)?
         } else {
             Vec::new()
         };

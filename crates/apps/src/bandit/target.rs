@@ -4,13 +4,14 @@
 //! `U~(theta) = prior_precision / 2 |theta|^2 + (N / n) sum_B [lambda / 2 (f(x) - r)^2 +
 //! ln(2 pi / lambda) / 2]` with `N` the buffer's size when the step is taken (set with
 //! [`BufferPosterior::set_n`] before each training round), so the likelihood always weighs the
-//! whole buffer once.
+//! whole buffer once. With [`Dropout`] the network's output is the mean of masked passes, the
+//! masks drawn from the chain's own stream ([`MlpPosterior`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use burn::tensor::Tensor;
-use sgmcmc_models::mlp::MlpPosterior;
+use sgmcmc_models::mlp::{Dropout, MlpPosterior};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Likelihood, Mlp, Posterior, Scale};
 use sgmcmc_samplers::TargetError;
@@ -24,6 +25,8 @@ pub struct BufferPosterior {
     pub noise_precision: f64,
     /// Prior precision of every weight and bias.
     pub prior_precision: f64,
+    /// Dropout on the hidden activations.
+    pub dropout: Option<Dropout>,
     n: Arc<AtomicUsize>,
 }
 
@@ -33,8 +36,15 @@ impl BufferPosterior {
         Self {
             noise_precision,
             prior_precision,
+            dropout: None,
             n: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// The same posterior with `dropout` (none: the deterministic network).
+    pub fn with_dropout(mut self, dropout: Option<Dropout>) -> Self {
+        self.dropout = dropout;
+        self
     }
 
     /// Sets `N` for every later step (shared by the clones the sampler holds).
@@ -42,17 +52,21 @@ impl BufferPosterior {
         self.n.store(n, Ordering::Relaxed);
     }
 
-    /// The posterior at the current `N`.
-    fn now(&self) -> MlpPosterior {
-        MlpPosterior::new(Posterior {
-            likelihood: Likelihood::Gaussian {
-                precision: self.noise_precision,
+    /// The posterior at the current `N` (its [`MlpPosterior::predict`] is the network's
+    /// prediction: with dropout, the mean of the masked passes).
+    pub fn now(&self) -> MlpPosterior {
+        MlpPosterior {
+            posterior: Posterior {
+                likelihood: Likelihood::Gaussian {
+                    precision: self.noise_precision,
+                },
+                scale: Scale {
+                    n_data: self.n.load(Ordering::Relaxed),
+                    prior_precision: self.prior_precision,
+                },
             },
-            scale: Scale {
-                n_data: self.n.load(Ordering::Relaxed),
-                prior_precision: self.prior_precision,
-            },
-        })
+            dropout: self.dropout,
+        }
     }
 }
 

@@ -29,6 +29,8 @@ pub struct ImagesData {
     pub train: Images,
     /// Test images.
     pub test: Images,
+    /// The first test images, the chains' accuracy curves score when they collect nothing.
+    pub curve: Images,
     /// Out-of-distribution images (empty when the config names none).
     pub ood: Images,
     /// Per-channel normalisation (training statistics).
@@ -188,6 +190,7 @@ impl ImagesData {
             DataRecord::new(dir, digest)?
         };
         Ok(Self {
+            curve: first(test.clone(), config.curve_limit),
             normaliser: ChannelBatcher::fit(&train),
             train,
             test,

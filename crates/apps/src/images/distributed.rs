@@ -33,8 +33,11 @@ use crate::overrides::ConfigFile;
 /// its chains' and sends them to rank 0.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChainProbs {
-    /// Test-set probabilities.
+    /// Probabilities on the whole test set (`whole`), else on the curve's images (its first
+    /// ones).
     pub test: Vec<f64>,
+    /// Whether `test` covers the whole test set.
+    pub whole: bool,
     /// Whether the network joins the model average.
     pub collected: bool,
     /// Out-of-distribution probabilities of a collected network.
@@ -42,16 +45,19 @@ pub struct ChainProbs {
 }
 
 impl ChainProbs {
-    /// The predictions of `model` on the plain `device`; `collect`: also those the average
-    /// needs.
+    /// The predictions of `model` on the plain `device`: on the whole test set when `whole`
+    /// (else the curve's images); when `collect` (which implies `whole`) also those the
+    /// average needs.
     pub fn of(
         model: &ImageClassifier,
         data: &ImagesData,
         device: &Device,
-        collect: bool,
+        (collect, whole): (bool, bool),
     ) -> Result<Self, AppError> {
+        let set = if whole { &data.test } else { &data.curve };
         Ok(Self {
-            test: probabilities(model, &data.test, &data.normaliser, device)?,
+            test: probabilities(model, set, &data.normaliser, device)?,
+            whole,
             collected: collect,
             ood: if collect {
                 Self::ood_of(model, data, device)?

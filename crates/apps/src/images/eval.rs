@@ -10,6 +10,7 @@
 
 use burn::module::Module;
 use burn::tensor::{Device, activation};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::Images;
 use sgmcmc_data::datasets::ChannelBatcher;
@@ -26,7 +27,10 @@ const CHUNK: usize = 500;
 pub const ECE_BINS: usize = 15;
 
 /// Class probabilities `[n, k]` (row-major) of `model` on every image of `set`, forward only on
-/// the plain `device` with the running BatchNorm statistics.
+/// the plain `device` with the running BatchNorm statistics. Chunks of images run on the
+/// threads of the current pool (burn's inference convolution keeps about one core busy); each
+/// chunk is computed alone and the rows are concatenated in order, so the result does not
+/// depend on the threads.
 pub fn probabilities(
     model: &ImageClassifier,
     set: &Images,
@@ -34,19 +38,19 @@ pub fn probabilities(
     device: &Device,
 ) -> Result<Vec<f64>, AppError> {
     let model = model.valid();
-    let mut out = Vec::with_capacity(set.len() * usize::from(set.classes));
-    let mut start = 0;
-    while start < set.len() {
-        let end = (start + CHUNK).min(set.len());
-        let p = activation::softmax(model.forward(tensor(set, start..end, norm, device)), 1);
-        let v = p
-            .into_data()
-            .try_into_vec::<f32>()
-            .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
-        out.extend(v.into_iter().map(f64::from));
-        start = end;
-    }
-    Ok(out)
+    let starts: Vec<usize> = (0..set.len()).step_by(CHUNK).collect();
+    let chunks: Vec<Vec<f32>> = starts
+        .into_par_iter()
+        .map(|start| {
+            let end = (start + CHUNK).min(set.len());
+            let x = tensor(set, start..end, norm, device);
+            activation::softmax(model.forward(x), 1)
+                .into_data()
+                .try_into_vec::<f32>()
+                .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(chunks.into_iter().flatten().map(f64::from).collect())
 }
 
 /// Test-set metrics of one prediction.

@@ -85,6 +85,10 @@ pub struct ImagesArgs {
     /// Out-of-distribution images scored (0 = all; overrides the preset).
     #[arg(long)]
     pub ood_limit: Option<usize>,
+    /// Test images of the chains' accuracy curves at evaluations that collect nothing (0 =
+    /// all; overrides the preset).
+    #[arg(long)]
+    pub curve_limit: Option<usize>,
     /// Evaluate every this many epochs (overrides the preset).
     #[arg(long)]
     pub eval_every: Option<f64>,
@@ -174,7 +178,7 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
         c = f.over(&c)?;
     }
     flags_over!(c, a; seed, chains, epochs, batch, lr, temperature, train_limit, test_limit,
-        ood_limit, eval_every, burn_epochs, checkpoint_every);
+        ood_limit, curve_limit, eval_every, burn_epochs, checkpoint_every);
     c.validate()?;
     Ok(c)
 }

@@ -178,6 +178,16 @@ mod tests {
             (c.lr, c.temperature, c.epochs, c.batch),
             (2e-6, 3e-4, 500.0, 256)
         );
+        // Table 6.1's ICSGHMC decays the lr by 0.2 at epochs 250 and 375 of 500 (E.4.2);
+        // Table 5.2's SGHMC keeps it constant.
+        assert_eq!(
+            (c.lr_milestones.clone(), c.lr_gamma),
+            (vec![0.5, 0.75], 0.2)
+        );
+        let s = c.settings(195);
+        assert_eq!(s.annealing.lr_milestones, vec![250.0, 375.0]);
+        let constant = table_config("t52-sghmc-resnet20-c10", "gpu").unwrap();
+        assert!(constant.lr_milestones.is_empty());
         assert!(table_config("t61-nope", "gpu").is_err());
         assert!(table_config(&r.name, "tpu").is_err());
     }

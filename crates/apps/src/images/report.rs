@@ -1,8 +1,9 @@
 //! The outputs of one `sgmcmc images` run: CSV tables, PNG figures and `summary.json`.
 //!
 //! * `energy.csv`: the stochastic energy `U~` of every chain per step;
-//! * `accuracy.csv` / `accuracy.png`: test accuracy of each chain's network and of the model
-//!   average over the epochs, with the average's NLL, Brier and ECE;
+//! * `accuracy.csv` / `accuracy.png`: test accuracy of each chain's network (on the first
+//!   `curve_limit` test images) and of the model average (on all) over the epochs, with the
+//!   average's NLL, Brier and ECE;
 //! * `calibration.csv` / `calibration.png`: reliability diagram (accuracy vs confidence per bin)
 //!   of the model average and of the last sample alone;
 //! * `ood_entropy.csv` / `ood_entropy_cdf.png`: empirical CDFs of the predictive entropy on the
@@ -41,7 +42,8 @@ pub struct ImagesSummary {
     pub n_test: usize,
     /// Out-of-distribution set and images scored.
     pub ood: (String, usize),
-    /// Best point estimate: the best test accuracy of any single network at any evaluation.
+    /// Best point estimate: the best test accuracy of any single network scored on the whole
+    /// test set (collected networks, and every chain at the last evaluation).
     pub bpe_accuracy: f64,
     /// The model average on the test set.
     pub bma: Metrics,
@@ -255,10 +257,12 @@ pub fn write(
         &curves,
     )?;
 
+    // The best single network on the whole test set (collected networks and the last
+    // evaluation's chains).
     let bpe = record
         .evals
         .iter()
-        .flat_map(|e| e.chains.iter().map(|c| c.accuracy))
+        .flat_map(|e| e.full.iter().flatten().map(|m| m.accuracy))
         .fold(f64::NAN, f64::max);
     let wall = record.train_seconds + record.eval_seconds;
     let summary = ImagesSummary {

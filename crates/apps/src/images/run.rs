@@ -11,7 +11,7 @@
 //! scores its chains' networks; rank 0 folds every chain's predictions in chain order and
 //! joins the per-step energies at the end, so its files are the one-process run's.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use burn::module::Module;
@@ -26,8 +26,6 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
-use crate::data_record::DataRecord;
-use crate::device::DeviceChoice;
 use crate::distributed::{Ranks, Resume, join_columns};
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
@@ -39,6 +37,7 @@ use crate::images::eval::{
 use crate::images::swag::{draws, trainable_values};
 use crate::output::write_toml;
 use crate::progress;
+use crate::run_meta::{RunMeta, checkpoint_path};
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -50,8 +49,12 @@ pub struct EvalRow {
     pub epoch: f64,
     /// Steps done.
     pub step: u64,
-    /// Test metrics of each chain's current network.
+    /// Test metrics of each chain's current network on the curve's images
+    /// ([`ImagesConfig::curve_limit`]).
     pub chains: Vec<Metrics>,
+    /// Test metrics of each chain's network on the whole test set, where it was scored on it
+    /// (collected networks, and every chain at the last evaluation).
+    pub full: Vec<Option<Metrics>>,
     /// Test metrics of the model average so far (`None` before the first collected model).
     pub bma: Option<Metrics>,
     /// Out-of-distribution metrics of the model average so far.
@@ -98,20 +101,7 @@ pub struct LastSample {
 }
 
 /// What a run's checkpoints record beside the sampler: what `--resume` continues.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ImagesMeta {
-    /// The settings.
-    pub config: ImagesConfig,
-    /// The data folder read and the digest of its images.
-    pub data: DataRecord,
-    /// The device the run computes on.
-    pub device: DeviceChoice,
-}
-
-/// The checkpoint file of a run directory.
-pub fn checkpoint_path(dir: &Path) -> PathBuf {
-    dir.join("checkpoint.cbor")
-}
+pub type ImagesMeta = RunMeta<ImagesConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError> {
@@ -248,13 +238,14 @@ impl Recorder<'_> {
         &mut self,
         report: &StepReport,
         models: &[ImageClassifier],
+        last: bool,
     ) -> Result<(), AppError> {
         let k = report.step;
         let sampling = report.phase != Some(Phase::Exploration);
         let collect = k >= self.burn_steps && sampling;
         // cycSWAG averages its draws, not the SGD iterates.
         let collect = collect && self.swag.is_none();
-        let classes = self.data.classes();
+        let (classes, test, curve) = (self.data.classes(), &self.data.test, &self.data.curve);
         let mine = models
             .iter()
             .zip(report.local.clone())
@@ -262,15 +253,18 @@ impl Recorder<'_> {
                 // The engine's rule (`Kept::chains`): replica exchange samples from the chain
                 // on rung 0 after this step's swaps, at its pre-move point.
                 let sample = report.rungs.get(p).is_none_or(|r| *r == 0);
-                ChainProbs::of(m, self.data, &self.plain, collect && sample)
+                let collected = collect && sample;
+                ChainProbs::of(m, self.data, &self.plain, (collected, collected || last))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let Some(all) = self.ranks.gather_chains(mine)? else {
             return Ok(());
         };
-        let mut chains = Vec::new();
+        let (mut chains, mut full) = (Vec::new(), Vec::new());
         for (p, c) in all.into_iter().enumerate() {
-            chains.push(metrics(&c.test, &self.data.test));
+            // The curve's images are the first ones of the test set.
+            chains.push(metrics(&c.test[..curve.len() * classes], curve));
+            full.push(c.whole.then(|| metrics(&c.test, test)));
             if c.collected {
                 let w = report.log_weights.get(p).copied().unwrap_or(0.0);
                 self.collect_probs(w, c.test, c.ood);
@@ -292,6 +286,7 @@ impl Recorder<'_> {
             epoch: k as f64 / self.per_epoch as f64,
             step: k,
             chains,
+            full,
             bma,
             bma_ood,
             models: self.record.averages.test.models(),
@@ -404,7 +399,7 @@ impl Observer<ImagesSampler> for Recorder<'_> {
             .push(report.energies[report.local.clone()].to_vec());
         let t = Instant::now();
         if let Some(models) = self.held.take() {
-            self.evaluate(report, &models)
+            self.evaluate(report, &models, at.is_last())
                 .map_err(|e| RunError::Observer(e.to_string()))?;
         }
         self.swag_step(at, sampler, report)

@@ -15,7 +15,7 @@
 //! order of a one-process run, so the averages are its bits); at the end rank 0 gathers the
 //! rows. Checkpoints are one part per rank and a manifest.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use burn::tensor::{Device, Tensor};
@@ -33,8 +33,6 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
-use crate::data_record::DataRecord;
-use crate::device::DeviceChoice;
 use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
@@ -42,6 +40,7 @@ use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
 use crate::output::write_toml;
 use crate::progress;
+use crate::run_meta::{RunMeta, checkpoint_path};
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,22 +91,8 @@ pub struct Record {
     pub eval_seconds: f64,
 }
 
-/// The checkpoint file of a run directory (the engine's format; its `meta` is the run's
-/// [`MnistMeta`] in CBOR).
-pub fn checkpoint_path(dir: &Path) -> PathBuf {
-    dir.join("checkpoint.cbor")
-}
-
 /// What a run's checkpoints record beside the sampler: what `--resume` continues.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MnistMeta {
-    /// The settings.
-    pub config: MnistConfig,
-    /// The data folder read and the digest of its images.
-    pub data: DataRecord,
-    /// The device the run computes on.
-    pub device: DeviceChoice,
-}
+pub type MnistMeta = RunMeta<MnistConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> {

@@ -15,12 +15,12 @@ use crate::Activation;
 use crate::likelihood::{Likelihood, Targets};
 use crate::posterior::{Batch, Posterior, Scale};
 
-fn host(t: Tensor<2>) -> Vec<f64> {
+pub(super) fn host(t: Tensor<2>) -> Vec<f64> {
     let v: Vec<f32> = t.into_data().convert::<f32>().try_into_vec().unwrap();
     v.into_iter().map(f64::from).collect()
 }
 
-fn tensor(v: &[f64], shape: [usize; 2], device: &Device) -> Tensor<2> {
+pub(super) fn tensor(v: &[f64], shape: [usize; 2], device: &Device) -> Tensor<2> {
     let v: Vec<f32> = v.iter().map(|&x| x as f32).collect();
     Tensor::from_data(TensorData::new(v, shape), device)
 }
@@ -123,7 +123,7 @@ fn categorical_nll_and_gradient_are_exact_to_f32_rounding() {
     assert_eq!(plain.into_scalar::<f32>().to_bits(), (v as f32).to_bits());
 }
 
-fn posterior(likelihood: Likelihood) -> Posterior {
+pub(super) fn posterior(likelihood: Likelihood) -> Posterior {
     Posterior {
         likelihood,
         scale: Scale {
@@ -133,7 +133,7 @@ fn posterior(likelihood: Likelihood) -> Posterior {
     }
 }
 
-fn problem(device: &Device, classes: bool) -> Batch<Tensor<2>> {
+pub(super) fn problem(device: &Device, classes: bool) -> Batch<Tensor<2>> {
     let x: Vec<f64> = (0..18).map(|i| (f64::from(i) * 0.37).sin() * 1.5).collect();
     let y = if classes {
         Targets::Class(Tensor::<1, Int>::from_data(
@@ -150,7 +150,7 @@ fn problem(device: &Device, classes: bool) -> Batch<Tensor<2>> {
     }
 }
 
-fn mlp(activation: Activation, outputs: usize, device: &Device) -> Mlp {
+pub(super) fn mlp(activation: Activation, outputs: usize, device: &Device) -> Mlp {
     MlpConfig {
         inputs: 3,
         hidden: vec![5, 4],
@@ -161,7 +161,7 @@ fn mlp(activation: Activation, outputs: usize, device: &Device) -> Mlp {
 }
 
 /// All gradients of `grads` for `model`'s parameters, in layer order, on the host.
-fn grad_values(model: &Mlp, grads: &GradientsParams) -> Vec<f64> {
+pub(super) fn grad_values(model: &Mlp, grads: &GradientsParams) -> Vec<f64> {
     let mut out = Vec::new();
     for l in &model.layers {
         out.extend(host(grads.get::<2>(l.weight.id).unwrap()));
@@ -208,7 +208,7 @@ fn closed_form_matches_autodiff() {
         };
         let want = grad_values(&model, &auto);
         for (m, b) in [(&model, &batch), (&plain_model, &plain_batch)] {
-            let (energy, grads) = closed.energy_and_grads(m, b, true).unwrap();
+            let (energy, grads) = closed.energy_and_grads(m, b, true, &mut []).unwrap();
             let label = format!("{activation:?} {likelihood:?}");
             let got = f64::from(energy.into_scalar::<f32>());
             // The prior's squares are summed in another order: a few ulps.
@@ -312,7 +312,7 @@ fn closed_form_matches_an_f64_reference() {
     let batch = problem(&device, true);
     let post = posterior(Likelihood::Categorical);
     let (energy, grads) = MlpPosterior::new(post.clone())
-        .energy_and_grads(&model, &batch, true)
+        .energy_and_grads(&model, &batch, true, &mut [])
         .unwrap();
     let (e, want) = reference(&model, &batch, &post);
     let got = grad_values(&model, &grads.unwrap());
@@ -325,7 +325,7 @@ fn closed_form_matches_an_f64_reference() {
     }
     // The forward pass alone gives the same energy.
     let (alone, none) = MlpPosterior::new(post)
-        .energy_and_grads(&model, &batch, false)
+        .energy_and_grads(&model, &batch, false, &mut [])
         .unwrap();
     assert!(none.is_none());
     assert_eq!(
@@ -341,11 +341,11 @@ fn closed_form_reports_what_posterior_reports() {
     let closed = |l| MlpPosterior::new(posterior(l));
     // Regression targets for a classifier and vice versa.
     let err = closed(Likelihood::Categorical)
-        .energy_and_grads(&model, &problem(&device, false), true)
+        .energy_and_grads(&model, &problem(&device, false), true, &mut [])
         .unwrap_err();
     assert!(matches!(err, TargetError::Shape(_)), "{err}");
     let err = closed(Likelihood::Gaussian { precision: 1.0 })
-        .energy_and_grads(&model, &problem(&device, true), true)
+        .energy_and_grads(&model, &problem(&device, true), true, &mut [])
         .unwrap_err();
     assert!(matches!(err, TargetError::Shape(_)), "{err}");
     // A learned noise precision needs WithNoise, an invalid precision is refused.
@@ -354,20 +354,20 @@ fn closed_form_reports_what_posterior_reports() {
         rate: 1.0,
     };
     let err = closed(learned)
-        .energy_and_grads(&model, &problem(&device, false), true)
+        .energy_and_grads(&model, &problem(&device, false), true, &mut [])
         .unwrap_err();
     assert!(err.to_string().contains("WithNoise"), "{err}");
     let bad = Likelihood::Gaussian { precision: -1.0 };
     assert!(
         closed(bad)
-            .energy_and_grads(&model, &problem(&device, false), true)
+            .energy_and_grads(&model, &problem(&device, false), true, &mut [])
             .is_err()
     );
     // Inputs of the wrong width.
     let mut batch = problem(&device, true);
     batch.x = Tensor::zeros([6, 4], &device);
     let err = closed(Likelihood::Categorical)
-        .energy_and_grads(&model, &batch, true)
+        .energy_and_grads(&model, &batch, true, &mut [])
         .unwrap_err();
     assert!(err.to_string().contains("3 inputs"), "{err}");
 }

@@ -12,6 +12,7 @@ use crate::error::{SamplerError, check, positive};
 /// | `Constant` | `v` |
 /// | `ExpDecay` (annealing) | `initial / factor^max(0, epoch - hold_epochs)`, e.g. `lr_0 / 1.01^epoch` |
 /// | `StepDecay` | `initial * gamma^floor(epoch / every_epochs)` |
+/// | `Milestones` | `initial * gamma^#{m in at_steps : m <= k}` (thesis E.4.2: x0.2 at epochs 250 and 375) |
 /// | `Cyclical` | cosine cycles of Zhang et al. (2020), see [`Cyclical`] |
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -47,6 +48,16 @@ pub enum Schedule {
         /// Steps per epoch (>= 1).
         steps_per_epoch: u64,
     },
+    /// Multiply by `gamma` at each of the given steps (PyTorch's `MultiStepLR`).
+    Milestones {
+        /// Value before the first milestone.
+        initial: f64,
+        /// Multiplicative factor at each milestone (> 0).
+        gamma: f64,
+        /// Steps from which one more factor applies, non-decreasing (a repeated step applies
+        /// the factor once for each, as PyTorch's `MultiStepLR`).
+        at_steps: Vec<u64>,
+    },
     /// Cyclical cosine schedule.
     Cyclical(Cyclical),
 }
@@ -78,6 +89,14 @@ impl Schedule {
             } => {
                 let epoch = k / steps_per_epoch.max(&1);
                 initial * gamma.powf((epoch / every_epochs.max(&1)) as f64)
+            }
+            Self::Milestones {
+                initial,
+                gamma,
+                at_steps,
+            } => {
+                let passed = at_steps.iter().take_while(|&&m| m <= k).count();
+                initial * gamma.powi(passed as i32)
             }
             Self::Cyclical(c) => c.value(k),
         }
@@ -125,6 +144,20 @@ impl Schedule {
                     "steps_per_epoch",
                     0.0,
                     "must be >= 1",
+                )?;
+                *initial
+            }
+            Self::Milestones {
+                initial,
+                gamma,
+                at_steps,
+            } => {
+                positive("gamma", *gamma)?;
+                check(
+                    at_steps.windows(2).all(|w| w[0] <= w[1]),
+                    "milestones",
+                    0.0,
+                    "must not decrease",
                 )?;
                 *initial
             }
@@ -186,6 +219,21 @@ mod tests {
         assert_eq!(s.value(9), 1.0);
         assert!((s.value(10) - 0.1).abs() < 1e-15);
         assert!((s.value(20) - 0.01).abs() < 1e-15);
+        // x0.2 from step 50 on, x0.04 from step 75 on.
+        let m = Schedule::Milestones {
+            initial: 2.0,
+            gamma: 0.2,
+            at_steps: vec![50, 75],
+        };
+        assert_eq!((m.value(0), m.value(49)), (2.0, 2.0));
+        assert!((m.value(50) - 0.4).abs() < 1e-15 && (m.value(74) - 0.4).abs() < 1e-15);
+        assert!((m.value(75) - 0.08).abs() < 1e-15 && (m.value(10_000) - 0.08).abs() < 1e-15);
+        let unordered = Schedule::Milestones {
+            initial: 1.0,
+            gamma: 0.2,
+            at_steps: vec![75, 50],
+        };
+        assert!(unordered.validate("lr", false).is_err());
     }
 
     #[test]

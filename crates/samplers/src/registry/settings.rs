@@ -107,6 +107,12 @@ pub struct AnnealingSettings {
     /// The temperature's own division factor per epoch (default: `factor`), e.g. thesis
     /// Table 2.1's `tau / 1.02^k` beside the lr's `0.984^k`.
     pub temperature_factor: Option<f64>,
+    /// A step decay of the learning rate (plain, contour and replica samplers; not with
+    /// `lr_hold_epochs` or cyclical schedules): multiplied by `lr_gamma` at each of these
+    /// epochs, e.g. thesis E.4.2's `[250, 375]` of 500 epochs.
+    pub lr_milestones: Vec<f64>,
+    /// The factor of `lr_milestones` (thesis E.4.2: 0.2).
+    pub lr_gamma: f64,
 }
 
 impl Default for AnnealingSettings {
@@ -116,6 +122,8 @@ impl Default for AnnealingSettings {
             steps_per_epoch: 1000,
             lr_hold_epochs: None,
             temperature_factor: None,
+            lr_milestones: Vec::new(),
+            lr_gamma: 0.2,
         }
     }
 }

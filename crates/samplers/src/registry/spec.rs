@@ -152,10 +152,22 @@ impl SamplerSettings {
             },
             None => SgmcmcConfig {
                 kernel,
-                lr: Schedule::constant(self.lr),
+                lr: self
+                    .milestones(self.lr)
+                    .unwrap_or(Schedule::constant(self.lr)),
                 temperature: Schedule::constant(tau),
             },
         };
+        let cyclical = entry.family == Family::Cyclical || self.replica.cyclical_lr;
+        if !self.annealing.lr_milestones.is_empty()
+            && (cyclical || self.annealing.lr_hold_epochs.is_some())
+        {
+            return Err(SamplerError::InvalidSetting(format!(
+                "{}: annealing.lr_milestones (a step decay of the lr) does not combine with a \
+                 cyclical lr or annealing.lr_hold_epochs, which set the lr themselves",
+                self.name
+            )));
+        }
         let spec = match entry.family {
             Family::Constant => SamplerSpec::Plain(constant(kernel)),
             Family::Cyclical => SamplerSpec::Plain(SgmcmcConfig {
@@ -193,6 +205,21 @@ impl SamplerSettings {
             SamplerSpec::VarianceReduced(c) => c.validate()?,
         }
         Ok(spec)
+    }
+
+    /// The step decay of `annealing.lr_milestones` from `initial`, if any milestone is set.
+    fn milestones(&self, initial: f64) -> Option<Schedule> {
+        let a = &self.annealing;
+        let per_epoch = a.steps_per_epoch.max(1) as f64;
+        (!a.lr_milestones.is_empty()).then(|| Schedule::Milestones {
+            initial,
+            gamma: a.lr_gamma,
+            at_steps: a
+                .lr_milestones
+                .iter()
+                .map(|e| (e * per_epoch).round().max(0.0) as u64)
+                .collect(),
+        })
     }
 
     /// The cosine cycles of the `cyclical` settings with peak `initial` over the run.
@@ -314,7 +341,11 @@ impl SamplerSettings {
         } else {
             vec![self.lr; chains]
         };
-        let cycle = s.cyclical_lr.then(|| self.cycle(1.0, ctx));
+        let lr_scale = if s.cyclical_lr {
+            Some(Schedule::Cyclical(self.cycle(1.0, ctx)))
+        } else {
+            self.milestones(1.0)
+        };
         let cfg = if deterministic {
             ReplicaConfig {
                 kernel,
@@ -333,7 +364,7 @@ impl SamplerSettings {
                     }),
                 },
                 refresh: None,
-                cycle,
+                lr_scale,
             }
         } else {
             let temperatures = if s.temperatures.is_empty() {
@@ -359,7 +390,7 @@ impl SamplerSettings {
                         draws: s.variance_draws,
                     },
                 ),
-                cycle,
+                lr_scale,
             }
         };
         Ok(cfg)

@@ -40,7 +40,7 @@ use crate::checkpoint::{AlgorithmState, ReplicaState, SamplerState, mismatch};
 use crate::comm::Placement;
 use crate::control::swap::log_swap_rate;
 use crate::control::{
-    Cyclical, EnergyVariance, IndexProcess, Ladder, Phase, SaStepSize, Smoothing, SwapSchedule,
+    EnergyVariance, IndexProcess, Ladder, Phase, SaStepSize, Schedule, Smoothing, SwapSchedule,
     SwapScheme, SwapStats,
 };
 use crate::ensemble::Ensemble;
@@ -88,13 +88,14 @@ pub struct ReplicaConfig {
     /// Refreshes of `sigma2_hat` from fresh energies during the run (Metropolis rule).
     #[serde(default)]
     pub refresh: Option<VarianceRefresh>,
-    /// Cosine cycles over every rung's learning rate (cyclical replica exchange, e.g. the
-    /// cVR-reSGHMC of thesis 3.5.2): at step `k` rung `r` moves with `lr_r c(k)`, `c` the
-    /// [`Cyclical`] schedule with peak 1 (its `initial` is ignored); steps before the cycle's
-    /// sampling threshold are exploration steps (no samples; no noise if
-    /// `noise_free_exploration`). The swap tests are unchanged.
+    /// A factor on every rung's learning rate: at step `k` rung `r` moves with `lr_r c(k)`,
+    /// `c = lr_scale.value(k)` (a schedule starting at 1). Cosine cycles give cyclical
+    /// replica exchange (the cVR-reSGHMC of thesis 3.5.2): steps before a cycle's sampling
+    /// threshold are exploration steps (no samples; no noise if `noise_free_exploration`);
+    /// milestones give the step decay of thesis E.4.2 (x0.2 at epochs 250 and 375). The swap
+    /// tests are unchanged.
     #[serde(default)]
-    pub cycle: Option<Cyclical>,
+    pub lr_scale: Option<Schedule>,
 }
 
 /// Refresh `sigma2_hat` every `period` steps from `draws` fresh estimates of every replica's
@@ -148,12 +149,8 @@ impl ReplicaConfig {
             }
         }
         SwapSchedule::new(self.scheme, p)?;
-        if let Some(c) = &self.cycle {
-            Cyclical {
-                initial: 1.0,
-                ..c.clone()
-            }
-            .validate()?;
+        if let Some(c) = &self.lr_scale {
+            c.validate("lr_scale", false)?;
         }
         if let Some(r) = &self.refresh {
             check(
@@ -369,22 +366,15 @@ impl<E: Ensemble> ReplicaExchange<E> {
         self.advance(batch, Some(offsets))
     }
 
-    /// The cycle's learning-rate factor `c(k)`, the step's phase, and whether it adds noise.
-    fn cycle_at(&self, k: u64) -> (f64, Phase, bool) {
-        match &self.config.cycle {
+    /// The learning-rate factor `c(k)`, the step's phase, and whether it adds noise.
+    fn scale_at(&self, k: u64) -> (f64, Phase, bool) {
+        match &self.config.lr_scale {
             None => (1.0, Phase::Sampling, true),
             Some(c) => {
                 let phase = c.phase(k);
-                let quiet = c.noise_free_exploration && phase == Phase::Exploration;
-                (
-                    Cyclical {
-                        initial: 1.0,
-                        ..c.clone()
-                    }
-                    .value(k),
-                    phase,
-                    !quiet,
-                )
+                let quiet = matches!(c, Schedule::Cyclical(cy) if cy.noise_free_exploration)
+                    && phase == Phase::Exploration;
+                (c.value(k), phase, !quiet)
             }
         }
     }
@@ -395,7 +385,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
         offsets: Option<&[f64]>,
     ) -> Result<&StepReport, SamplerError> {
         let k = self.driver.step;
-        let (scale, phase, noisy) = self.cycle_at(k);
+        let (scale, phase, noisy) = self.scale_at(k);
         if let Some(r) = self.config.refresh
             && k > 0
             && k.is_multiple_of(r.period)
@@ -432,8 +422,8 @@ impl<E: Ensemble> ReplicaExchange<E> {
     }
 
     /// The communication phase: swap tests on the scheduled pairs, then the adaptation;
-    /// `scale` is the cycle's learning-rate factor of this step (1 without a cycle). Errors
-    /// only when velocities cannot be exchanged with another rank.
+    /// `scale` is the learning-rate factor of this step (1 without `lr_scale`). Errors only
+    /// when velocities cannot be exchanged with another rank.
     fn swap(&mut self, k: u64, u: &[f64], scale: f64) -> Result<(), SamplerError> {
         self.accepted.fill(false);
         self.schedule.pairs(k, &mut self.rng, &mut self.pairs);
