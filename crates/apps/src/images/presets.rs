@@ -191,4 +191,22 @@ mod tests {
         assert!(table_config("t61-nope", "gpu").is_err());
         assert!(table_config(&r.name, "tpu").is_err());
     }
+
+    /// The cpu protocol's budget: at most two chains and four chain-epochs, so that every
+    /// row runs in about the 11 minutes measured for one chain of four epochs (README).
+    #[test]
+    fn the_cpu_protocol_keeps_every_row_within_four_chain_epochs() {
+        for row in table_rows() {
+            let c = table_config(&row.name, "cpu").unwrap();
+            assert!(c.chains <= 2, "{}: {} chains", row.name, c.chains);
+            assert!(
+                c.chains as f64 * c.epochs <= 4.0,
+                "{}: {} chains x {} epochs",
+                row.name,
+                c.chains,
+                c.epochs
+            );
+            assert!(c.burn_epochs < c.epochs && c.eval_every <= c.epochs / 8.0);
+        }
+    }
 }
