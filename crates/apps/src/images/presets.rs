@@ -192,21 +192,20 @@ mod tests {
         assert!(table_config(&r.name, "tpu").is_err());
     }
 
-    /// The cpu protocol's budget: at most two chains and four chain-epochs, so that every
-    /// row runs in about the 11 minutes measured for one chain of four epochs (README).
+    /// The cpu protocol's budget: at most eight chain-epochs, so that every row runs in the
+    /// 10 to 19 minutes measured for one chain of four epochs and four of two (README).
     #[test]
     fn the_cpu_protocol_keeps_every_row_within_four_chain_epochs() {
         for row in table_rows() {
             let c = table_config(&row.name, "cpu").unwrap();
-            assert!(c.chains <= 2, "{}: {} chains", row.name, c.chains);
             assert!(
-                c.chains as f64 * c.epochs <= 4.0,
+                c.chains as f64 * c.epochs <= 8.0,
                 "{}: {} chains x {} epochs",
                 row.name,
                 c.chains,
                 c.epochs
             );
-            assert!(c.burn_epochs < c.epochs && c.eval_every <= c.epochs / 8.0);
+            assert!(c.burn_epochs < c.epochs && c.eval_every <= c.epochs / 6.0);
         }
     }
 }
