@@ -195,7 +195,7 @@ mod tests {
     /// The cpu protocol's budget: at most eight chain-epochs, so that every row runs in the
     /// 10 to 19 minutes measured for one chain of four epochs and four of two (README).
     #[test]
-    fn the_cpu_protocol_keeps_every_row_within_four_chain_epochs() {
+    fn the_cpu_protocol_keeps_every_row_within_eight_chain_epochs() {
         for row in table_rows() {
             let c = table_config(&row.name, "cpu").unwrap();
             assert!(
