@@ -167,13 +167,7 @@ impl ImagesData {
                 train.cols
             )));
         }
-        if train.len() < config.batch {
-            return Err(AppError::Input(format!(
-                "{} training images, fewer than the batch size {}",
-                train.len(),
-                config.batch
-            )));
-        }
+        crate::data_record::check_batch_fits(train.len(), config.batch)?;
         let mut digest = DataDigest::default();
         for set in [&train, &test, &ood] {
             digest

@@ -70,13 +70,7 @@ impl MnistData {
                 train.rows, train.cols
             )));
         }
-        if train.len() < config.batch {
-            return Err(AppError::Input(format!(
-                "{} training images, fewer than the batch size {}",
-                train.len(),
-                config.batch
-            )));
-        }
+        crate::data_record::check_batch_fits(train.len(), config.batch)?;
         let mut digest = DataDigest::default();
         for set in [&train, &test, &heldout].into_iter().chain(&fashion) {
             digest.images(set);
