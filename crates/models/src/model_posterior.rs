@@ -76,16 +76,64 @@ where
     L: NegLogLik<M>,
     P: Prior<M>,
 {
-    let nll = likelihood.nll(model, batch)?;
-    let mut energy = nll.sum.mul_scalar(n_data as f64 / nll.n as f64);
-    if let Some(owned) = nll.owned_prior {
-        energy = energy + owned;
-    }
+    let energy = data_energy(likelihood, n_data, model, batch)?;
     let exclude = likelihood.owned_params(model);
     Ok(match prior.energy(model, &exclude) {
         Some(p) => energy + p,
         None => energy,
     })
+}
+
+/// `(N / n) NLL(batch | theta)` plus the likelihood's own prior terms: the energy without the
+/// weight prior.
+fn data_energy<M, L>(
+    likelihood: &L,
+    n_data: usize,
+    model: &M,
+    batch: &L::Batch,
+) -> Result<Tensor<1>, TargetError>
+where
+    M: Module,
+    L: NegLogLik<M>,
+{
+    let nll = likelihood.nll(model, batch)?;
+    let energy = nll.sum.mul_scalar(n_data as f64 / nll.n as f64);
+    Ok(match nll.owned_prior {
+        Some(owned) => energy + owned,
+        None => energy,
+    })
+}
+
+/// The energy's value and gradients: the data term through autodiff; the prior off the graph
+/// when it [detaches](Prior::detaches) (its gradient added to the data term's), else on it.
+fn energy_and_gradients<M, L, P>(
+    posterior: &ModelPosterior<L, P>,
+    model: &M,
+    batch: &L::Batch,
+) -> Result<(f64, GradientsParams), TargetError>
+where
+    M: Module,
+    L: NegLogLik<M>,
+    P: Prior<M>,
+{
+    let ModelPosterior {
+        likelihood,
+        prior,
+        n_data,
+    } = posterior;
+    if !prior.detaches() {
+        let e = energy(likelihood, prior, *n_data, model, batch)?;
+        let value = f64::from(e.clone().into_scalar::<f32>());
+        return Ok((value, GradientsParams::from_grads(e.backward(), model)));
+    }
+    let e = data_energy(likelihood, *n_data, model, batch)?;
+    let mut grads = GradientsParams::from_grads(e.backward(), model);
+    let exclude = likelihood.owned_params(model);
+    let value = match prior.add_detached(model, &exclude, &mut grads) {
+        Some(p) => e.inner() + p,
+        None => e.inner(),
+    };
+    Ok((f64::from(value.into_scalar::<f32>()), grads))
 }
 
 impl<M, L, P> Target<M> for ModelPosterior<L, P>
@@ -106,9 +154,7 @@ where
         batch: &L::Batch,
         _rngs: &mut [ChainRng],
     ) -> Result<Estimate, TargetError> {
-        let e = energy(&self.likelihood, &self.prior, self.n_data, model, batch)?;
-        let value = f64::from(e.clone().into_scalar::<f32>());
-        let grads = GradientsParams::from_grads(e.backward(), model);
+        let (value, grads) = energy_and_gradients(self, model, batch)?;
         Ok(Estimate {
             energies: vec![value],
             grads,

@@ -9,7 +9,8 @@
 //! each epoch a fresh permutation of the training set cut into windows of 100 (the last
 //! partial window dropped); posterior `U(theta) = (N / n) sum_batch CE + prior_precision / 2
 //! |theta|^2` at temperature 1; the closed-form gradients of
-//! [`MlpPosterior`](sgmcmc_models::mlp::MlpPosterior) on the plain device; after `burn_in`
+//! [`MlpPosterior`](sgmcmc_models::mlp::MlpPosterior) on the plain device (or, with
+//! `--gradients autodiff`, burn autodiff through the network module); after `burn_in`
 //! steps, every `bma_every` steps the chain's softmax on the test set joins an equally weighted
 //! average (`Bma`).
 
@@ -24,7 +25,7 @@ use crate::error::AppError;
 use crate::overrides::{flags_over, with_config};
 
 pub(crate) use run::predict;
-pub use run::{DigitsConfig, DigitsSummary, FILES, network, run_digits};
+pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits};
 
 /// Options of `sgmcmc digits`. The run's settings resolve as defaults < `--config` < flags.
 #[derive(Debug, Args)]
@@ -56,6 +57,10 @@ pub struct DigitsArgs {
     /// Run seed (initial weights, noise, minibatch order) [default: 1].
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Gradients: closed-form (hand-written backpropagation) or autodiff (burn autodiff
+    /// through the network module) [default: closed-form].
+    #[arg(long, value_enum)]
+    pub gradients: Option<Gradients>,
     /// Data directory holding `digits/` (default `$SGMCMC_DATA_DIR`, else
     /// `../shared/datasets`); `sgmcmc data fetch digits --to DIR` writes it.
     #[arg(long)]
@@ -81,7 +86,7 @@ pub struct DigitsArgs {
 /// The settings `a` asks for: defaults < `--config` < flags.
 pub fn config_of(a: &DigitsArgs) -> Result<DigitsConfig, AppError> {
     let mut config = with_config(DigitsConfig::default(), a.config.as_deref())?;
-    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed, seed);
+    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed, seed, gradients);
     config.validate()?;
     Ok(config)
 }

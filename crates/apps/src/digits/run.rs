@@ -12,6 +12,7 @@ use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, nll};
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets};
+use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings, SamplerSpec};
 use sgmcmc_samplers::rng::epoch_order;
@@ -36,6 +37,18 @@ pub fn network(hidden: usize) -> MlpConfig {
         outputs: CLASSES,
         activation: Activation::Tanh,
     }
+}
+
+/// How the chain's gradients are computed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gradients {
+    /// Backpropagation written out for the MLP ([`MlpPosterior`]) on the plain device.
+    #[default]
+    ClosedForm,
+    /// burn autodiff through the network as an ordinary module ([`Posterior`] on
+    /// `device.autodiff()`): the path of a user's own network.
+    Autodiff,
 }
 
 /// The settings of one run (the run's `config.toml`; missing fields take their defaults).
@@ -66,6 +79,8 @@ pub struct DigitsConfig {
     pub seed: u64,
     /// Confidence bins of the ECE.
     pub ece_bins: usize,
+    /// Closed-form or autodiff gradients (same energies and gradients to rounding).
+    pub gradients: Gradients,
 }
 
 impl Default for DigitsConfig {
@@ -83,6 +98,7 @@ impl Default for DigitsConfig {
             split_seed: 0,
             seed: 1,
             ece_bins: 10,
+            gradients: Gradients::ClosedForm,
         }
     }
 }
@@ -260,9 +276,9 @@ impl DigitsAverage<'_> {
     }
 }
 
-type DigitsSampler = AnySampler<ModuleEnsemble<Mlp, MlpPosterior>>;
+type DigitsSampler<T> = AnySampler<ModuleEnsemble<Mlp, T>>;
 
-impl Observer<DigitsSampler> for DigitsAverage<'_> {
+impl<T: Target<Mlp>> Observer<DigitsSampler<T>> for DigitsAverage<'_> {
     fn wants_points(&self) -> bool {
         true
     }
@@ -273,7 +289,7 @@ impl Observer<DigitsSampler> for DigitsAverage<'_> {
     }
 
     /// The chain after the last step, when the schedule names it.
-    fn on_end(&mut self, at: &Progress, sampler: &DigitsSampler) -> Result<(), RunError> {
+    fn on_end(&mut self, at: &Progress, sampler: &DigitsSampler<T>) -> Result<(), RunError> {
         if !self.add_final {
             return Ok(());
         }
@@ -309,44 +325,29 @@ pub fn run_digits(
             train.len()
         )));
     }
-    let (train_set, test_set) = (Set::new(&train, device), Set::new(&test, device));
-    let mlp = network(config.hidden);
-    let target = MlpPosterior::new(Posterior {
+    let posterior = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale {
             n_data: train.len(),
             prior_precision: config.prior_precision,
         },
-    });
-    let model = init::seeded(device, config.seed, || mlp.init(device));
-    let ensemble = ModuleEnsemble::new(target, vec![model], config.seed)?;
-    let mut sampler = spec.build(ensemble, config.seed)?;
-    let mut batches = DigitsBatches {
-        train: &train_set,
-        batch: config.batch,
-        seed: config.seed,
-        epoch: None,
     };
-    let (steps, burn_in, every) = (config.steps, config.burn_in, config.bma_every);
-    // The model after step j (1-based) joins the average for j > burn_in, every `every`: the
-    // pre-move point of step j; the one after the last step is added at the end.
-    let mut average = DigitsAverage {
+    let test_set = Set::new(&test, device);
+    let chain = Chain {
+        config,
+        spec: &spec,
         test: &test_set,
-        ece_bins: config.ece_bins,
-        bma: Bma::default(),
-        rows: Vec::new(),
-        last: 0.0,
-        add_final: (steps - burn_in).is_multiple_of(every),
+        show_progress,
     };
-    let bar = progress::bar(config.steps, &config.sampler, show_progress);
-    let mut progress = progress::report(&bar, 1000);
-    let report = Run::steps(steps)
-        .keep_when(move |k| k > burn_in && (k - burn_in).is_multiple_of(every))
-        .observe(&mut average)
-        .observe(&mut progress)
-        .run(&mut sampler, &mut batches);
-    bar.finish_and_clear();
-    let wall = report?.wall_seconds;
+    let (wall, average) = match config.gradients {
+        Gradients::ClosedForm => {
+            chain.run(MlpPosterior::new(posterior), &Set::new(&train, device), device)?
+        }
+        Gradients::Autodiff => {
+            let ad = device.clone().autodiff();
+            chain.run(posterior, &Set::new(&train, &ad), &ad)?
+        }
+    };
     let DigitsAverage {
         bma, rows, last, ..
     } = average;
@@ -375,6 +376,56 @@ pub fn run_digits(
     };
     write(out, &summary, &rows)?;
     Ok(summary)
+}
+/// The sampling part of a run.
+struct Chain<'a> {
+    config: &'a DigitsConfig,
+    spec: &'a SamplerSpec,
+    test: &'a Set,
+    show_progress: bool,
+}
+
+impl<'a> Chain<'a> {
+    /// Samples `target` with the model on `device` and the training set `train` (on the same
+    /// device); returns the wall time of the loop and the model average.
+    fn run<T: Target<Mlp, Batch = Batch<Tensor<2>>>>(
+        &self,
+        target: T,
+        train: &Set,
+        device: &Device,
+    ) -> Result<(f64, DigitsAverage<'a>), AppError> {
+        let config = self.config;
+        let mlp = network(config.hidden);
+        let model = init::seeded(device, config.seed, || mlp.init(device));
+        let ensemble = ModuleEnsemble::new(target, vec![model], config.seed)?;
+        let mut sampler = self.spec.clone().build(ensemble, config.seed)?;
+        let mut batches = DigitsBatches {
+            train,
+            batch: config.batch,
+            seed: config.seed,
+            epoch: None,
+        };
+        let (steps, burn_in, every) = (config.steps, config.burn_in, config.bma_every);
+        // The model after step j (1-based) joins the average for j > burn_in, every `every`:
+        // the pre-move point of step j; the one after the last step is added at the end.
+        let mut average = DigitsAverage {
+            test: self.test,
+            ece_bins: config.ece_bins,
+            bma: Bma::default(),
+            rows: Vec::new(),
+            last: 0.0,
+            add_final: (steps - burn_in).is_multiple_of(every),
+        };
+        let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
+        let mut progress = progress::report(&bar, 1000);
+        let report = Run::steps(steps)
+            .keep_when(move |k| k > burn_in && (k - burn_in).is_multiple_of(every))
+            .observe(&mut average)
+            .observe(&mut progress)
+            .run(&mut sampler, &mut batches);
+        bar.finish_and_clear();
+        Ok((report?.wall_seconds, average))
+    }
 }
 
 /// What a run writes into its folder.
