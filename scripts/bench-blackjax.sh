@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Manual comparison tool (not run in CI): `sgmcmc digits` against BlackJAX's jitted SGLD on the
 # same task (scripts/bench_blackjax_digits.py), interleaved ROUNDS times in one session, then the
-# median steps/s of each and their ratio. Both read DATA_DIR/digits (`sgmcmc data fetch digits`).
+# median steps/s of each and their ratios. sgmcmc runs twice per round: with the closed-form
+# MLP gradients (the default) and with `--gradients autodiff` (burn autodiff through the network
+# module: the path of a user's own network). All read DATA_DIR/digits (`sgmcmc data fetch digits`).
 #
 # Usage: scripts/bench-blackjax.sh DATA_DIR [ROUNDS]. Uses the system python if it has jax and
 # blackjax, else creates a venv under $HOME/.cache/sgmcmc-jax-venv and pip-installs them (CPU);
@@ -24,18 +26,21 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sgmcmc-target}"
 bin="$CARGO_TARGET_DIR/debug/sgmcmc"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-ours=(); theirs=()
+rate() { python3 -c "import json; print(json.load(open('$1/summary.json'))['steps_per_second'])"; }
+ours=(); autodiff=(); theirs=()
 for r in $(seq "$rounds"); do
   "$bin" digits --data-dir "$data" --out "$out/run" --force --quiet >/dev/null
-  ours+=("$(python3 -c "import json; print(json.load(open('$out/run/summary.json'))['steps_per_second'])")")
+  ours+=("$(rate "$out/run")")
+  "$bin" digits --data-dir "$data" --gradients autodiff --out "$out/ad" --force --quiet >/dev/null
+  autodiff+=("$(rate "$out/ad")")
   line="$("$py" "$here/bench_blackjax_digits.py" --data-dir "$data" 2>/dev/null | tail -1)"
   theirs+=("$(python3 -c "import json,sys; print(json.loads(sys.argv[1])['steps_per_second'])" "$line")")
-  echo "round $r: sgmcmc ${ours[-1]} steps/s, blackjax ${theirs[-1]} steps/s"
+  echo "round $r: sgmcmc ${ours[-1]} (autodiff ${autodiff[-1]}) steps/s, blackjax ${theirs[-1]} steps/s"
 done
-python3 - "${ours[*]}" "${theirs[*]}" <<'PY'
+python3 - "${ours[*]}" "${autodiff[*]}" "${theirs[*]}" <<'PY'
 import statistics, sys
-o = [float(v) for v in sys.argv[1].split()]
-t = [float(v) for v in sys.argv[2].split()]
-mo, mt = statistics.median(o), statistics.median(t)
-print(f"median: sgmcmc {mo:.0f} steps/s, blackjax {mt:.0f} steps/s, ratio sgmcmc/blackjax {mo / mt:.2f}")
+o, a, t = ([float(v) for v in arg.split()] for arg in sys.argv[1:4])
+mo, ma, mt = statistics.median(o), statistics.median(a), statistics.median(t)
+print(f"median: sgmcmc {mo:.0f} steps/s (autodiff {ma:.0f}), blackjax {mt:.0f} steps/s, "
+      f"ratio sgmcmc/blackjax {mo / mt:.2f} (autodiff {ma / mt:.2f})")
 PY

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use sgmcmc::apps::digits::{DigitsConfig, run_digits};
+use sgmcmc::apps::digits::{DigitsConfig, Gradients, run_digits};
 use sgmcmc::apps::error::AppError;
 use sgmcmc::data::digits::write_synthetic;
 
@@ -62,6 +62,33 @@ fn sgld_learns_synthetic_digits_on_every_device_and_repeats_itself() {
             (again.accuracy, again.nll, again.ece),
             (s.accuracy, s.nll, s.ece)
         );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `--gradients autodiff` (burn autodiff through the network module, the prior off the graph)
+/// runs the chain of the closed-form gradients: the same noise stream and gradients equal to
+/// rounding. Measured: the same model average to the last bit on flex, ndarray and wgpu (the
+/// closed form performs autodiff's operations in its order); the bound 1e-3 leaves room for a
+/// rounding change in either path, not for a different chain.
+#[test]
+fn autodiff_gradients_run_the_closed_form_chain() {
+    let root = tmp("autodiff");
+    write_synthetic(&root, 1000, 3).unwrap();
+    for (choice, device, scale) in common::devices() {
+        let mut config = short();
+        config.steps = (config.steps as f64 * scale) as u64;
+        config.burn_in = (config.burn_in as f64 * scale) as u64;
+        let closed = run_digits(&config, &root, &device, &root.join("c"), choice, false).unwrap();
+        config.gradients = Gradients::Autodiff;
+        let ad = run_digits(&config, &root, &device, &root.join("a"), choice, false).unwrap();
+        let rel = (ad.nll - closed.nll).abs() / closed.nll;
+        println!(
+            "{choice}: NLL {} vs {} (relative {rel:.1e})",
+            ad.nll, closed.nll
+        );
+        assert!(rel < 1e-3, "{choice}: {ad:?} vs {closed:?}");
+        assert!((ad.accuracy - closed.accuracy).abs() <= 1.0 / 200.0);
     }
     let _ = std::fs::remove_dir_all(&root);
 }

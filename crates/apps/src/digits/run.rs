@@ -340,9 +340,11 @@ pub fn run_digits(
         show_progress,
     };
     let (wall, average) = match config.gradients {
-        Gradients::ClosedForm => {
-            chain.run(MlpPosterior::new(posterior), &Set::new(&train, device), device)?
-        }
+        Gradients::ClosedForm => chain.run(
+            MlpPosterior::new(posterior),
+            &Set::new(&train, device),
+            device,
+        )?,
         Gradients::Autodiff => {
             let ad = device.clone().autodiff();
             chain.run(posterior, &Set::new(&train, &ad), &ad)?
