@@ -174,9 +174,21 @@ mod modules {
     >;
 
     fn sampler(device: &Device) -> VarianceReduced<ModuleEnsemble<Linear, Post>> {
+        sampler_of(device, false)
+    }
+
+    /// The sampler, its chains stepped (and their snapshots scored) one after another when
+    /// `sequential`, else on the pool's threads.
+    fn sampler_of(
+        device: &Device,
+        sequential: bool,
+    ) -> VarianceReduced<ModuleEnsemble<Linear, Post>> {
         let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 64);
         let models = init::chains(device, 3, 2, || LinearConfig::new(1, 1).init(device));
-        let ens = ModuleEnsemble::new(posterior, models, 3).unwrap();
+        let mut ens = ModuleEnsemble::new(posterior, models, 3).unwrap();
+        if sequential {
+            ens = ens.sequential();
+        }
         let cfg = VrConfig {
             replica: resgld([1.0, 10.0], 1e-6),
             control: Some(ControlSettings {
@@ -223,5 +235,21 @@ mod modules {
         resumed.restore(state).unwrap();
         run(&mut resumed, 30, &device);
         assert_eq!(s.state().unwrap(), resumed.state().unwrap());
+    }
+
+    /// Snapshot energies (every step's control variate and the full passes) scored on two
+    /// pool threads, one module per task, give the chains of the sequential scoring exactly.
+    #[test]
+    fn snapshots_scored_on_pool_threads_equal_the_sequential_scoring() {
+        let device = Device::flex().autodiff();
+        let states = sgmcmc::apps::threads::with_threads(2, || {
+            [false, true].map(|sequential| {
+                let mut s = sampler_of(&device, sequential);
+                run(&mut s, 40, &device);
+                s.state().unwrap()
+            })
+        })
+        .unwrap();
+        assert_eq!(states[0], states[1]);
     }
 }

@@ -130,14 +130,6 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
         }
     }
 
-    /// Settles the running state of `module` after a forward pass of this ensemble's target
-    /// on the calling thread ([`running`]).
-    pub(super) fn settle(&self, module: &M) {
-        if self.buffers {
-            running::settle(module);
-        }
-    }
-
     fn threaded(&self) -> bool {
         self.parallel && self.chains.len() > 1 && rayon::current_num_threads() > 1
     }
@@ -154,6 +146,48 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
         Err(crate::checkpoint::mismatch(format!(
             "chain {c} of an ensemble of {at}"
         )))
+    }
+
+    /// `out` = `energy(m)` of every module of `points` in order, settled after each; on the
+    /// pool's threads when the chains step there ([`ModuleEnsemble::threaded`]).
+    pub(super) fn energies_of(
+        &self,
+        points: &[M],
+        out: &mut [f64],
+        energy: impl Fn(&M) -> Result<Vec<f64>, SamplerError> + Sync,
+    ) -> Result<(), SamplerError> {
+        let buffers = self.buffers;
+        let one = |m: &M| {
+            let e = energy(m);
+            if buffers {
+                running::settle(m);
+            }
+            e
+        };
+        let energies: Vec<Vec<f64>> = if self.threaded() && points.len() > 1 {
+            // Modules are `Send`, not `Sync`: each task takes its own handle (a clone shares
+            // the tensors and the running state).
+            let owned: Vec<M> = points.to_vec();
+            owned
+                .into_par_iter()
+                .map(|m| one(&m))
+                .collect::<Result<_, _>>()?
+        } else {
+            points.iter().map(one).collect::<Result<_, _>>()?
+        };
+        let mut at = 0;
+        for e in energies {
+            let Some(slot) = out.get_mut(at..at + e.len()) else {
+                return Err(crate::checkpoint::mismatch(format!(
+                    "{} snapshot energies for {} chains",
+                    at + e.len(),
+                    out.len()
+                )));
+            };
+            slot.copy_from_slice(&e);
+            at += e.len();
+        }
+        Ok(())
     }
 
     /// Copies the modules' energies into the ensemble's vector, in chain order.

@@ -91,7 +91,10 @@ impl<T: ExactHostTarget> SnapshotEnergy for HostEnsemble<T> {
 
 /// Module chains: snapshots are module handles (cheap clones of reference-counted tensors);
 /// energies come from [`Target::batch_energies`] and [`Target::full_energy`] (deterministic for
-/// data posteriors; a toy target with injected noise draws it from fixed streams).
+/// data posteriors; a toy target with injected noise draws it from fixed streams). With two or
+/// more modules the snapshots are scored on the pool's threads, one module per task, as the
+/// chains step ([`ModuleEnsemble`]): the same numbers as one after another, since each module's
+/// energies depend on it alone and running state is settled on the thread that updated it.
 impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
     fn batch_energies_at(
         &self,
@@ -99,28 +102,16 @@ impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
         batch: &T::Batch,
         out: &mut [f64],
     ) -> Result<(), SamplerError> {
-        let mut at = 0;
-        for m in points {
-            let mut rngs = ChainRng::streams(u64::MAX, self.target().chains_per_module(m));
-            for e in self.target().batch_energies(m, batch, &mut rngs)? {
-                out[at] = e;
-                at += 1;
-            }
-            self.settle(m);
-        }
-        Ok(())
+        let target = self.target();
+        self.energies_of(points, out, |m| {
+            let mut rngs = ChainRng::streams(u64::MAX, target.chains_per_module(m));
+            Ok(target.batch_energies(m, batch, &mut rngs)?)
+        })
     }
 
     fn full_energies_at(&self, points: &Vec<M>, out: &mut [f64]) -> Result<(), SamplerError> {
-        let mut at = 0;
-        for m in points {
-            for e in self.target().full_energy(m)? {
-                out[at] = e;
-                at += 1;
-            }
-            self.settle(m);
-        }
-        Ok(())
+        let target = self.target();
+        self.energies_of(points, out, |m| Ok(target.full_energy(m)?))
     }
 
     fn points_to_values(&self, points: &Vec<M>) -> Result<SnapshotValues, SamplerError> {
