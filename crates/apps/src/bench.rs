@@ -4,10 +4,12 @@
 //!   `f64` path and as rows of one tensor on `--device`;
 //! * the BlackJAX comparison: SGLD with a streaming BMA on a digits-shaped 64-100-10 tanh MLP
 //!   (batch 100), with the autodiff `Posterior` and with the closed-form `MlpPosterior` on the
-//!   plain device, paired;
+//!   plain device, paired, and the autodiff path with its Gaussian prior detached (the
+//!   default) against the prior on the autodiff graph;
 //! * nets: steps/s (forward + backward + update) of SGD, SGLD, SGHMC, CSGLD and reSGLD on the
 //!   MLP 13-50-1 (batch 50; autodiff and closed-form gradients) and the papers' CNN (batch 256)
-//!   on `--device`, and SGLD/SGD, SGHMC/SGD, CSGLD/SGLD, reSGLD/SGLD.
+//!   on `--device`, and SGLD/SGD, SGHMC/SGD, CSGLD/SGLD, reSGLD/SGLD; VR-reSGLD/reSGLD per step
+//!   and with its full-data pass amortised over one and two epochs.
 //!
 //! * resnet: ResNet20 SGHMC steps/s at the CIFAR shape and at the Fashion-MNIST preset's shape
 //!   (batch 128), the fast flex layers paired with burn's modules, the same sampler overheads as
@@ -19,15 +21,15 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use burn::module::Module;
+use burn::module::{Module, ParamId};
 use burn::tensor::{Device, Distribution, Int, Tensor};
 use clap::Args;
 use serde::Serialize;
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{
-    Activation, CnnConfig, Likelihood, Mlp, MlpConfig, Network, Posterior, ResNet, ResNetConfig,
-    Scale, Targets,
+    Activation, CnnConfig, Gaussian, Likelihood, Mlp, MlpConfig, Network, Posterior, Prior, ResNet,
+    ResNetConfig, Scale, Targets,
 };
 use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::Target;
@@ -491,42 +493,65 @@ fn net_rates<M: Module, T: Target<M> + Clone>(
     Ok(())
 }
 
-/// VR-reSGLD x2 against reSGLD x2 on the MLP: per step, each chain's snapshot is evaluated on
-/// the step's minibatch (a forward pass, `Target::batch_energies`), and every `m` steps each
-/// chain takes a new snapshot and a full-data pass (`N / n` forward passes). Reports the
-/// step-time ratio for each `m`.
-fn vr_overhead(
+/// VR-reSGLD x2 against reSGLD x2 on a network: per step, each chain's snapshot is evaluated
+/// on the step's minibatch (a forward pass, `Target::batch_energies`), and every `m` steps each
+/// chain takes a new snapshot and a full-data pass (`passes` forward passes). The per-step
+/// ratio is timed paired with no full pass in the window; the full pass is timed on its own
+/// (a step with `m = 1`, less a step without) and amortised over each `m` of `periods`.
+#[allow(clippy::too_many_arguments)]
+fn vr_overhead<M: Module, T: Target<M> + Clone>(
     a: &BenchArgs,
     label: &str,
-    make: impl Fn() -> Mlp,
-    posterior: &Posterior,
-    batch: &Batch<Tensor<2>>,
+    make: impl Fn() -> M,
+    target: &T,
+    batch: &T::Batch,
+    passes: usize,
     periods: &[u64],
     ratios: &mut Vec<Figure>,
-) -> Result<(), AppError> {
+) -> Result<(), AppError>
+where
+    T::Batch: Clone + Send + Sync + 'static,
+{
     let cfg = resgld2()?;
-    let two = || ModuleEnsemble::new(posterior.clone(), vec![make(), make()], 1);
-    let passes = posterior.scale.n_data / batch.x.dims()[0];
-    for &m in periods {
-        let mut plain = ReplicaExchange::new(cfg.clone(), two()?, 1)?;
+    let two = || ModuleEnsemble::new(target.clone(), vec![make(), make()], 1);
+    let vr = |period: u64| -> Result<VarianceReduced<_>, AppError> {
         let vr_cfg = VrConfig {
             replica: cfg.clone(),
             control: Some(ControlSettings {
-                period: m,
+                period,
                 coefficient: -1.0,
                 adapt: None,
             }),
             refresh: None,
         };
         let (b1, b2) = (batch.clone(), batch.clone());
-        let mut vr = VarianceReduced::new(vr_cfg, two()?, Box::new(move |_, _| b1.clone()), 1)?
-            .with_full_pass(Box::new(move |i| (i < passes).then(|| b2.clone())));
-        let mut a_step: Step = Box::new(|| plain.step(batch).map(|_| ()).map_err(Into::into));
-        let mut b_step: Step = Box::new(|| vr.step(batch).map(|_| ()).map_err(Into::into));
-        let (_, _, ratio) = paired(a.seconds, &mut a_step, &mut b_step)?;
+        Ok(
+            VarianceReduced::new(vr_cfg, two()?, Box::new(move |_, _| b1.clone()), 1)?
+                .with_full_pass(Box::new(move |i| (i < passes).then(|| b2.clone()))),
+        )
+    };
+    let mut plain = ReplicaExchange::new(cfg.clone(), two()?, 1)?;
+    // The snapshot at step 0 falls in the warm-up step; none after it.
+    let mut steady = vr(u64::MAX)?;
+    let mut a_step: Step = Box::new(|| plain.step(batch).map(|_| ()).map_err(Into::into));
+    let mut b_step: Step = Box::new(|| steady.step(batch).map(|_| ()).map_err(Into::into));
+    let (r_plain, r_steady, ratio) = paired(a.seconds, &mut a_step, &mut b_step)?;
+    ratios.push(Figure {
+        name: format!("{label}/vr-resgld x2 (no full pass):resgld x2 step time"),
+        per_second: ratio,
+    });
+    // Every step takes a snapshot and a full pass: two timed steps after a warm-up.
+    let mut every = vr(1)?;
+    every.step(batch)?;
+    let start = Instant::now();
+    for _ in 0..2 {
+        every.step(batch)?;
+    }
+    let full_pass = (start.elapsed().as_secs_f64() / 2.0 - 1.0 / r_steady).max(0.0);
+    for &m in periods {
         ratios.push(Figure {
-            name: format!("{label}/vr-resgld x2 (m = {m}):resgld x2 step time"),
-            per_second: ratio,
+            name: format!("{label}/vr-resgld x2 (m = {m}, amortised):resgld x2 step time"),
+            per_second: (1.0 / r_steady + full_pass / m as f64) * r_plain,
         });
     }
     Ok(())
@@ -591,7 +616,8 @@ where
 /// digits: 1437 training and 360 test points, 10 classes), with a streaming Bayesian model
 /// average of the test predictions every 100 steps. Reports steps/s including the averaging,
 /// for the autodiff [`Posterior`] and for the closed-form [`MlpPosterior`] on the plain device
-/// (paired, interleaved), and their step-time ratio.
+/// (paired, interleaved), and their step-time ratio; then the autodiff path with the Gaussian
+/// prior detached (its default, [`Prior::add_detached`]) against the prior on the graph.
 fn digits_rate(
     a: &BenchArgs,
     device: &Device,
@@ -605,7 +631,7 @@ fn digits_rate(
     };
     let (on_ad, plain) = (Digits::new(&ad), Digits::new(device));
     let mut autodiff = digits_step(&ad, post.clone(), &on_ad, 1)?;
-    let mut closed = digits_step(device, MlpPosterior::new(post), &plain, 1)?;
+    let mut closed = digits_step(device, MlpPosterior::new(post.clone()), &plain, 1)?;
     let (ra, rb, ratio) = paired(a.seconds, &mut autodiff, &mut closed)?;
     let label = "mlp64-100-10_tanh_b100";
     record(
@@ -617,7 +643,29 @@ fn digits_rate(
         ],
         (format!("{label}/closed-form:autodiff step time"), ratio),
     );
+    let on_graph = post.as_model_posterior().with_prior(OnGraph(post.prior()));
+    let mut graph = digits_step(&ad, on_graph, &on_ad, 1)?;
+    let mut autodiff = digits_step(&ad, post, &on_ad, 1)?;
+    let (rg, _, ratio) = paired(a.seconds, &mut graph, &mut autodiff)?;
+    figures.push(Figure {
+        name: format!("{label}/sgld+bma steps, prior on the graph"),
+        per_second: rg,
+    });
+    ratios.push(Figure {
+        name: format!("{label}/detached:graph prior step time"),
+        per_second: ratio,
+    });
     Ok(())
+}
+
+/// A prior on the autodiff graph only (no [`Prior::add_detached`]): the reference the detached
+/// Gaussian prior is timed against.
+struct OnGraph(Gaussian);
+
+impl<M: Module> Prior<M> for OnGraph {
+    fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
+        self.0.energy(model, exclude)
+    }
 }
 
 /// Adds two rates and their ratio to the figures.
@@ -737,6 +785,20 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             &mut figures,
             &mut ratios,
         )?;
+        // Full passes of one and two epochs (two: the papers' CIFAR period).
+        let passes = post.scale.n_data / 256;
+        let periods = [passes as u64, 2 * passes as u64];
+        let make = || cnn.init(&ad);
+        vr_overhead(
+            a,
+            "cnn_b256",
+            make,
+            &post,
+            &batch,
+            passes,
+            &periods,
+            &mut ratios,
+        )?;
     }
     if a.runs(Group::Resnet) || a.runs(Group::ResnetSteps) {
         resnet_steps(a, &ad, &mut figures)?;
@@ -811,12 +873,14 @@ fn mlp_rates(
         figures,
         ratios,
     )?;
+    let passes = post.scale.n_data / batch.x.dims()[0];
     vr_overhead(
         a,
         "mlp13-50-1_b50",
         || mlp.init(&ad),
         &post,
         &batch,
+        passes,
         &[50, 392],
         ratios,
     )
