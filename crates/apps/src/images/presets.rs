@@ -206,6 +206,16 @@ mod tests {
                 c.epochs
             );
             assert!(c.burn_epochs < c.epochs && c.eval_every <= c.epochs / 6.0);
+            // Networks are collected (at the first evaluation from `burn_epochs` on) at least
+            // one evaluation interval after the last lr decay, once they have settled.
+            let first = (c.burn_epochs / c.eval_every - 1e-9).ceil() * c.eval_every;
+            assert!(
+                c.lr_milestones
+                    .iter()
+                    .all(|m| m * c.epochs + c.eval_every <= first + 1e-9),
+                "{}: collected at epoch {first} before settling",
+                row.name
+            );
         }
     }
 }
