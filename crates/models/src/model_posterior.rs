@@ -129,7 +129,7 @@ where
     let e = data_energy(likelihood, *n_data, model, batch)?;
     let mut grads = GradientsParams::from_grads(e.backward(), model);
     let exclude = likelihood.owned_params(model);
-    let value = match prior.add_detached(model, &exclude, &mut grads) {
+    let value = match prior.add_detached(model, &exclude, Some(&mut grads)) {
         Some(p) => e.inner() + p,
         None => e.inner(),
     };
@@ -167,7 +167,18 @@ where
         batch: &L::Batch,
         _rngs: &mut [ChainRng],
     ) -> Result<Vec<f64>, TargetError> {
-        let e = energy(&self.likelihood, &self.prior, self.n_data, model, batch)?;
+        // Forward only: a detaching prior adds its value without graph nodes.
+        let (likelihood, prior) = (&self.likelihood, &self.prior);
+        let e = if prior.detaches() {
+            let data = data_energy(likelihood, self.n_data, model, batch)?.inner();
+            let exclude = likelihood.owned_params(model);
+            match prior.add_detached(model, &exclude, None) {
+                Some(p) => data + p,
+                None => data,
+            }
+        } else {
+            energy(likelihood, prior, self.n_data, model, batch)?
+        };
         Ok(vec![f64::from(e.into_scalar::<f32>())])
     }
 

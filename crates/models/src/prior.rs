@@ -36,9 +36,10 @@ pub trait Prior<M: Module>: Sync {
         false
     }
 
-    /// Off the autodiff graph: adds `grad_theta energy` to `grads` by plain tensor ops on the
-    /// parameters' values (no autodiff node, no backward step) and returns the energy's value
-    /// as a plain `[1]` tensor, `None` when it is zero. Called only when [`Prior::detaches`].
+    /// Off the autodiff graph: the energy's value as a plain `[1]` tensor (`None` when it is
+    /// zero) by plain tensor ops on the parameters' values (no autodiff node, no backward
+    /// step), and with `grads`, `grad_theta energy` added there. Called only when
+    /// [`Prior::detaches`].
     /// The same energy and gradient as [`Prior::energy`] through `backward` (to rounding), at
     /// a fraction of the cost on small networks: two element-wise passes per parameter instead
     /// of an autodiff node, its backward step and a gradient accumulation.
@@ -46,7 +47,7 @@ pub trait Prior<M: Module>: Sync {
         &self,
         _model: &M,
         _exclude: &[ParamId],
-        _grads: &mut GradientsParams,
+        _grads: Option<&mut GradientsParams>,
     ) -> Option<Tensor<1>> {
         None
     }
@@ -63,8 +64,15 @@ pub struct Gaussian {
 
 impl<M: Module> Prior<M> for Gaussian {
     fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
-        (self.precision != 0.0)
-            .then(|| scaled_sum(model, exclude, Norm::Squared, 0.5 * self.precision, None))?
+        (self.precision != 0.0).then(|| {
+            scaled_sum(
+                model,
+                exclude,
+                Norm::Squared,
+                0.5 * self.precision,
+                Path::Graph,
+            )
+        })?
     }
 
     fn detaches(&self) -> bool {
@@ -75,11 +83,10 @@ impl<M: Module> Prior<M> for Gaussian {
         &self,
         model: &M,
         exclude: &[ParamId],
-        grads: &mut GradientsParams,
+        grads: Option<&mut GradientsParams>,
     ) -> Option<Tensor<1>> {
-        let scale = 0.5 * self.precision;
-        (self.precision != 0.0)
-            .then(|| scaled_sum(model, exclude, Norm::Squared, scale, Some(grads)))?
+        let (scale, path) = (0.5 * self.precision, Path::Detached(grads));
+        (self.precision != 0.0).then(|| scaled_sum(model, exclude, Norm::Squared, scale, path))?
     }
 }
 
@@ -93,7 +100,7 @@ pub struct Laplace {
 
 impl<M: Module> Prior<M> for Laplace {
     fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
-        scaled_sum(model, exclude, Norm::Abs, 1.0 / self.scale, None)
+        scaled_sum(model, exclude, Norm::Abs, 1.0 / self.scale, Path::Graph)
     }
 
     fn detaches(&self) -> bool {
@@ -104,22 +111,33 @@ impl<M: Module> Prior<M> for Laplace {
         &self,
         model: &M,
         exclude: &[ParamId],
-        grads: &mut GradientsParams,
+        grads: Option<&mut GradientsParams>,
     ) -> Option<Tensor<1>> {
-        scaled_sum(model, exclude, Norm::Abs, 1.0 / self.scale, Some(grads))
+        let path = Path::Detached(grads);
+        scaled_sum(model, exclude, Norm::Abs, 1.0 / self.scale, path)
     }
 }
 
-/// `scale * sum_p norm(theta_p)` over the trainable parameters not in `exclude`: on the
-/// autodiff graph, or with `grads` off it, its gradient added there.
+/// Where a prior's sum is computed.
+enum Path<'a> {
+    /// On the autodiff graph (differentiable).
+    Graph,
+    /// On the parameters' plain values, the gradient added to the given gradients.
+    Detached(Option<&'a mut GradientsParams>),
+}
+
+/// `scale * sum_p norm(theta_p)` over the trainable parameters not in `exclude`, along `path`.
 fn scaled_sum<M: Module>(
     model: &M,
     exclude: &[ParamId],
     norm: Norm,
     scale: f64,
-    grads: Option<&mut GradientsParams>,
+    path: Path<'_>,
 ) -> Option<Tensor<1>> {
-    let detached = grads.map(|grads| Detached { grads, scale });
+    let detached = match path {
+        Path::Graph => None,
+        Path::Detached(grads) => Some(Detached { grads, scale }),
+    };
     sum_impl(model, exclude, false, detached, |_| Some((norm, 1.0))).map(|s| s.mul_scalar(scale))
 }
 
@@ -184,7 +202,7 @@ impl<M: Module> Prior<M> for GroupedGaussian {
         &self,
         model: &M,
         exclude: &[ParamId],
-        grads: &mut GradientsParams,
+        grads: Option<&mut GradientsParams>,
     ) -> Option<Tensor<1>> {
         let detached = Detached { grads, scale: 1.0 };
         sum_impl(model, exclude, true, Some(detached), |path| self.term(path))
@@ -211,7 +229,7 @@ pub enum Norm {
 /// `term(path)`: which sum of the parameter at `path` to add, with what factor (`None`: skip).
 type Term<'a> = dyn FnMut(&str) -> Option<(Norm, f64)> + 'a;
 
-struct Sum<'a, 'b> {
+struct Sum<'a, 'b, 'c> {
     filter: Filter,
     exclude: &'a [ParamId],
     term: &'a mut Term<'b>,
@@ -222,34 +240,38 @@ struct Sum<'a, 'b> {
     /// A tensor without autodiff was seen (under [`Filter::RequireGrad`]): the sum is void.
     plain: bool,
     /// Off the graph: the sum on the parameters' plain values, its gradient added here.
-    detached: Option<Detached<'a>>,
+    detached: Option<Detached<'c>>,
 }
 
-/// Where a detached prior's gradient goes: `scale * d(sum)/d(theta)` is added to `grads`.
+/// Where a detached prior's gradient goes: `scale * d(sum)/d(theta)` is added to `grads`
+/// (none: the value alone).
 struct Detached<'a> {
-    grads: &'a mut GradientsParams,
+    grads: Option<&'a mut GradientsParams>,
     /// The factor the caller applies to the sum.
     scale: f64,
 }
 
 impl Detached<'_> {
     /// Adds `scale * factor * d norm(value) / d value` to the gradient of `id` (registers it
-    /// when the likelihood left the parameter without one).
+    /// when the likelihood left the parameter without one); nothing without gradients.
     fn add<const D: usize>(&mut self, id: ParamId, value: &Tensor<D>, norm: Norm, factor: f64) {
+        let Some(grads) = self.grads.as_deref_mut() else {
+            return;
+        };
         let c = self.scale * factor;
         let g = match norm {
             Norm::Squared => value.clone().mul_scalar(2.0 * c),
             Norm::Abs => value.clone().sign().mul_scalar(c),
         };
-        let g = match self.grads.remove::<D>(id) {
+        let g = match grads.remove::<D>(id) {
             Some(data) => data + g,
             None => g,
         };
-        self.grads.register(id, g);
+        grads.register(id, g);
     }
 }
 
-impl ModuleVisitor for Sum<'_, '_> {
+impl ModuleVisitor for Sum<'_, '_, '_> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.path.push(name.to_string());
     }
@@ -333,9 +355,9 @@ fn sum_impl<M: Module>(
     mut detached: Option<Detached<'_>>,
     mut term: impl FnMut(&str) -> Option<(Norm, f64)>,
 ) -> Option<Tensor<1>> {
-    if detached.is_some() {
+    let mut run = |filter, detached: &mut Option<Detached<'_>>| {
         let mut v = Sum {
-            filter: Filter::RequireGrad,
+            filter,
             exclude,
             term: &mut term,
             path: Vec::new(),
@@ -345,31 +367,19 @@ fn sum_impl<M: Module>(
             detached: detached.take(),
         };
         model.visit(&mut v);
-        return v.total;
-    }
-    let mut run = |filter| {
-        let mut v = Sum {
-            filter,
-            exclude,
-            term: &mut term,
-            path: Vec::new(),
-            paths,
-            total: None,
-            plain: false,
-            detached: None,
-        };
-        model.visit(&mut v);
+        *detached = v.detached.take();
         (v.total, v.plain)
     };
     // One pass on an autodiff device (the sampling case); a plain tensor sends it to the
-    // `train()` lookup of the training state.
-    let (total, plain) = run(Filter::RequireGrad);
+    // `train()` lookup of the training state (found at the first parameter, before any
+    // gradient is added).
+    let (total, plain) = run(Filter::RequireGrad, &mut detached);
     if !plain {
         return total;
     }
     let mut ids = RequireGradIds(HashSet::new());
     model.clone().train().visit(&mut ids);
-    run(Filter::Ids(ids.0)).0
+    run(Filter::Ids(ids.0), &mut detached).0
 }
 
 /// `|theta|^2` over the trainable float parameters of `model` not in `exclude`, as a `[1]`
