@@ -21,7 +21,22 @@ fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
         / scale
 }
 
-/// The largest relative gradient difference over the parameters of `model`.
+/// `|a - b| / |b|` in the Euclidean norm: robust to the few entries where the two paths take
+/// different sides of a ReLU or max-pool kink within rounding (an O(1) difference of one unit's
+/// contribution; an entry-wise bound fails on such draws, see the models crate's ResNet test).
+fn norm_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
+    let a: Vec<f32> = a.into_data().convert::<f32>().try_into_vec().unwrap();
+    let b: Vec<f32> = b.into_data().convert::<f32>().try_into_vec().unwrap();
+    let d: f64 = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| f64::from(x - y).powi(2))
+        .sum();
+    let n: f64 = b.iter().map(|y| f64::from(*y).powi(2)).sum();
+    (d.sqrt() / n.sqrt().max(f64::from(f32::MIN_POSITIVE))) as f32
+}
+
+/// The largest relative gradient difference (in norm) over the parameters of `model`.
 struct Worst<'a> {
     a: &'a GradientsParams,
     b: &'a GradientsParams,
@@ -32,7 +47,7 @@ struct Worst<'a> {
 impl ModuleVisitor for Worst<'_> {
     fn visit_float<const D: usize>(&mut self, p: &Param<Tensor<D>>) {
         if let (Some(a), Some(b)) = (self.a.get::<D>(p.id), self.b.get::<D>(p.id)) {
-            self.worst = self.worst.max(rel_err(a, b));
+            self.worst = self.worst.max(norm_err(a, b));
             self.seen += 1;
         }
     }
@@ -66,9 +81,9 @@ fn image(shape: [usize; 4], device: &Device) -> Tensor<4> {
 }
 
 /// ResNet8 on two 3x12x12 images. Tolerances as in the models crate's test of ResNet20: logits
-/// 1e-3 (f32 sums reordered through 7 conv + BN layers), gradients 1e-2 (back through 7 BN
-/// layers, whose mean subtractions amplify the rounding of the statistics); a wrong tap,
-/// channel or statistic is an O(1) error.
+/// 1e-3 (f32 sums reordered through 7 conv + BN layers), gradients 1e-2 in norm (2-3e-6 for
+/// most draws, up to ~5e-3 where a ReLU kink flips within rounding); a wrong tap, channel or
+/// statistic is an O(1) error.
 #[test]
 fn resnet_training_forward_matches_the_reference_on_every_device() {
     for (choice, base, _) in common::devices() {

@@ -374,17 +374,34 @@ mod tests {
         ResNetConfig::deserialize(MapDeserializer::<_, Error>::new(map)).unwrap()
     }
 
+    /// `|a - b| / |b|` in the Euclidean norm.
+    fn norm_err(a: Tensor<1>, b: Tensor<1>) -> f32 {
+        let d = (a - b.clone())
+            .powi_scalar(2)
+            .sum()
+            .into_scalar::<f32>()
+            .sqrt();
+        d / b
+            .powi_scalar(2)
+            .sum()
+            .into_scalar::<f32>()
+            .sqrt()
+            .max(f32::MIN_POSITIVE)
+    }
+
     /// The fast layers compute the reference function: logits, every parameter's gradient and
     /// the BN running statistics after two training steps, on flex (fast path) and ndarray.
     /// Tolerance: the logits pass 19 conv + BN layers, each with `f32` sums of up to 576
     /// products in another order (relative error ~1e-6 per layer, amplified by the BN
     /// normalisations of a random-init net); 1e-3 of the largest value is far above that and
-    /// far below any wrong tap, channel or statistic (O(1) errors). Gradients come back
-    /// through 19 BN backward passes, each subtracting two channel means from the incoming
-    /// gradient (cancellation that amplifies the rounding of the statistics, which burn sums
-    /// in `f32` and the fast path in `f64`): the first conv's gradient differs by ~3e-3 on a
-    /// batch of 3 images, so gradients get 1e-2, still far below an O(1) error. Each layer
-    /// alone matches burn's to 1e-4 (`layers`' tests).
+    /// far below any wrong tap, channel or statistic (O(1) errors). Gradients are compared by
+    /// the relative norm of their difference: they agree to 2-3e-6 for most draws, but where a
+    /// pre-activation lies within rounding of a ReLU kink the two paths can take different
+    /// sides of it, and that unit's gradient contribution differs at O(1) (measured over seeds
+    /// 0-11, batches 3 and 8: 3 of 24 draws at 8e-4 to 5.4e-3 in norm, up to 3.5e-2 in the
+    /// largest entry, which is why an entry-wise bound failed when a concurrent test moved the
+    /// global random stream); 2e-2 in norm is four times the worst seen and far below a wrong
+    /// layer (O(1)). Each layer alone matches burn's to 1e-4 (`layers`' tests).
     #[test]
     fn resnet_fast_layers_match_the_reference_path() {
         use crate::conv_gemm::tests::rel_err;
@@ -425,8 +442,8 @@ mod tests {
                 reference.visit(&mut vb);
                 assert_eq!(va.1.len(), 19 + 2 * 19 + 2);
                 for (i, (p, q)) in va.1.into_iter().zip(vb.1).enumerate() {
-                    let e = rel_err(p, q);
-                    assert!(e < 1e-2, "{base:?} gradient {i} step {step}: {e}");
+                    let e = norm_err(p, q);
+                    assert!(e < 2e-2, "{base:?} gradient {i} step {step}: {e}");
                 }
             }
             let stats = |m: &ResNet| m.blocks[8].bn2.running_var.value_sync();
