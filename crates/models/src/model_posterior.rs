@@ -78,10 +78,15 @@ where
 {
     let energy = data_energy(likelihood, n_data, model, batch)?;
     let exclude = likelihood.owned_params(model);
-    Ok(match prior.energy(model, &exclude) {
-        Some(p) => energy + p,
-        None => energy,
-    })
+    Ok(plus(energy, prior.energy(model, &exclude)))
+}
+
+/// `a + b`, or `a` when `b` is zero (`None`).
+fn plus(a: Tensor<1>, b: Option<Tensor<1>>) -> Tensor<1> {
+    match b {
+        Some(b) => a + b,
+        None => a,
+    }
 }
 
 /// `(N / n) NLL(batch | theta)` plus the likelihood's own prior terms: the energy without the
@@ -98,10 +103,27 @@ where
 {
     let nll = likelihood.nll(model, batch)?;
     let energy = nll.sum.mul_scalar(n_data as f64 / nll.n as f64);
-    Ok(match nll.owned_prior {
-        Some(owned) => energy + owned,
-        None => energy,
-    })
+    Ok(plus(energy, nll.owned_prior))
+}
+
+/// The plain value of the data term `data` plus the detached prior at `model` (its gradient
+/// added to `grads` when given).
+fn with_detached_prior<M, L, P>(
+    posterior: &ModelPosterior<L, P>,
+    model: &M,
+    data: Tensor<1>,
+    grads: Option<&mut GradientsParams>,
+) -> Tensor<1>
+where
+    M: Module,
+    L: NegLogLik<M>,
+    P: Prior<M>,
+{
+    let exclude = posterior.likelihood.owned_params(model);
+    plus(
+        data.inner(),
+        posterior.prior.add_detached(model, &exclude, grads),
+    )
 }
 
 /// The energy's value and gradients: the data term through autodiff; the prior off the graph
@@ -128,11 +150,7 @@ where
     }
     let e = data_energy(likelihood, *n_data, model, batch)?;
     let mut grads = GradientsParams::from_grads(e.backward(), model);
-    let exclude = likelihood.owned_params(model);
-    let value = match prior.add_detached(model, &exclude, Some(&mut grads)) {
-        Some(p) => e.inner() + p,
-        None => e.inner(),
-    };
+    let value = with_detached_prior(posterior, model, e, Some(&mut grads));
     Ok((f64::from(value.into_scalar::<f32>()), grads))
 }
 
@@ -170,12 +188,8 @@ where
         // Forward only: a detaching prior adds its value without graph nodes.
         let (likelihood, prior) = (&self.likelihood, &self.prior);
         let e = if prior.detaches() {
-            let data = data_energy(likelihood, self.n_data, model, batch)?.inner();
-            let exclude = likelihood.owned_params(model);
-            match prior.add_detached(model, &exclude, None) {
-                Some(p) => data + p,
-                None => data,
-            }
+            let data = data_energy(likelihood, self.n_data, model, batch)?;
+            with_detached_prior(self, model, data, None)
         } else {
             energy(likelihood, prior, self.n_data, model, batch)?
         };

@@ -62,17 +62,16 @@ pub struct Gaussian {
     pub precision: f64,
 }
 
+impl Gaussian {
+    /// The one term of every parameter: `precision / 2 |theta|^2` (none when flat).
+    fn term(&self) -> Option<(Norm, f64)> {
+        (self.precision != 0.0).then_some((Norm::Squared, 0.5 * self.precision))
+    }
+}
+
 impl<M: Module> Prior<M> for Gaussian {
     fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
-        (self.precision != 0.0).then(|| {
-            scaled_sum(
-                model,
-                exclude,
-                Norm::Squared,
-                0.5 * self.precision,
-                Path::Graph,
-            )
-        })?
+        scaled_sum(model, exclude, self.term()?, Path::Graph)
     }
 
     fn detaches(&self) -> bool {
@@ -85,8 +84,7 @@ impl<M: Module> Prior<M> for Gaussian {
         exclude: &[ParamId],
         grads: Option<&mut GradientsParams>,
     ) -> Option<Tensor<1>> {
-        let (scale, path) = (0.5 * self.precision, Path::Detached(grads));
-        (self.precision != 0.0).then(|| scaled_sum(model, exclude, Norm::Squared, scale, path))?
+        scaled_sum(model, exclude, self.term()?, Path::Detached(grads))
     }
 }
 
@@ -98,9 +96,16 @@ pub struct Laplace {
     pub scale: f64,
 }
 
+impl Laplace {
+    /// The one term of every parameter: `|theta| / b`.
+    fn term(&self) -> (Norm, f64) {
+        (Norm::Abs, 1.0 / self.scale)
+    }
+}
+
 impl<M: Module> Prior<M> for Laplace {
     fn energy(&self, model: &M, exclude: &[ParamId]) -> Option<Tensor<1>> {
-        scaled_sum(model, exclude, Norm::Abs, 1.0 / self.scale, Path::Graph)
+        scaled_sum(model, exclude, self.term(), Path::Graph)
     }
 
     fn detaches(&self) -> bool {
@@ -113,8 +118,7 @@ impl<M: Module> Prior<M> for Laplace {
         exclude: &[ParamId],
         grads: Option<&mut GradientsParams>,
     ) -> Option<Tensor<1>> {
-        let path = Path::Detached(grads);
-        scaled_sum(model, exclude, Norm::Abs, 1.0 / self.scale, path)
+        scaled_sum(model, exclude, self.term(), Path::Detached(grads))
     }
 }
 
@@ -130,8 +134,7 @@ enum Path<'a> {
 fn scaled_sum<M: Module>(
     model: &M,
     exclude: &[ParamId],
-    norm: Norm,
-    scale: f64,
+    (norm, scale): (Norm, f64),
     path: Path<'_>,
 ) -> Option<Tensor<1>> {
     let detached = match path {

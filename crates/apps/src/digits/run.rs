@@ -379,6 +379,7 @@ pub fn run_digits(
     write(out, &summary, &rows)?;
     Ok(summary)
 }
+
 /// The sampling part of a run.
 struct Chain<'a> {
     config: &'a DigitsConfig,
