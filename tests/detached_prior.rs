@@ -81,7 +81,8 @@ where
     let forward = posterior
         .batch_energies(model, batch, &mut [ChainRng::new(1, 0)])
         .unwrap()[0];
-    let e = [est.energies[0], forward]
+    let estimated = est.energies.clone().into_host().unwrap()[0];
+    let e = [estimated, forward]
         .iter()
         .map(|v| (v - value).abs() / value.abs())
         .fold(0.0, f64::max);

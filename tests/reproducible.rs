@@ -7,7 +7,7 @@ use common::devices;
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::samplers::density::particles::Particles;
 use sgmcmc::samplers::density::toy::by_name;
-use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
+use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble, NoiseSource};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
 
@@ -33,7 +33,11 @@ fn tensor_run(
 ) -> Vec<Vec<f64>> {
     let t = by_name("nine-mode").unwrap();
     let p = Particles::from_rows(&starts(), device).unwrap();
-    let mut s = Sgmcmc::new(cfg, ModuleEnsemble::new(t, vec![p], 99).unwrap()).unwrap();
+    // Host noise on every device: the host path's streams (wgpu would draw on the device).
+    let chains = ModuleEnsemble::new(t, vec![p], 99)
+        .unwrap()
+        .with_noise(NoiseSource::Host);
+    let mut s = Sgmcmc::new(cfg, chains).unwrap();
     for _ in 0..steps {
         s.step(&()).unwrap();
     }

@@ -35,13 +35,14 @@ use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, 
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::density::toy::by_name;
-use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
+use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble, NoiseSource};
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
     Contour, ContourConfig, ControlSettings, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc,
     SgmcmcConfig, SwapRule, VarianceReduced, VrConfig,
 };
+use sgmcmc_samplers::transfer;
 
 use crate::device::DeviceChoice;
 use crate::error::AppError;
@@ -222,11 +223,20 @@ fn resnet_sampler<M: Network<Input = Tensor<4>>>(
     net: M,
     n_data: usize,
 ) -> Result<Sgmcmc<ModuleEnsemble<M, Posterior>>, AppError> {
+    resnet_sampler_with(net, n_data, NoiseSource::Auto)
+}
+
+/// [`resnet_sampler`] with its Langevin noise drawn from `noise`.
+fn resnet_sampler_with<M: Network<Input = Tensor<4>>>(
+    net: M,
+    n_data: usize,
+    noise: NoiseSource,
+) -> Result<Sgmcmc<ModuleEnsemble<M, Posterior>>, AppError> {
     let post = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale::from_weight_decay(n_data, 5e-4),
     };
-    let ens = ModuleEnsemble::new(post, vec![net], 1)?;
+    let ens = ModuleEnsemble::new(post, vec![net], 1)?.with_noise(noise);
     Ok(Sgmcmc::new(
         SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0),
         ens,
@@ -278,6 +288,7 @@ fn resnet_rate(
     let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));
     let mut fb: Step = Box::new(|| reference.step(&fashion).map(|_| ()).map_err(Into::into));
     let (ra, rb, ratio) = paired(a.seconds, &mut fa, &mut fb)?;
+    drop((fa, fb));
     let label = "resnet20_28x28_b128";
     record(
         figures,
@@ -288,6 +299,27 @@ fn resnet_rate(
         ],
         (format!("{label}/burn modules:fast layers step time"), ratio),
     );
+    if fast.ensemble().noise_on_device() {
+        // An accelerator: the noise drawn on the device against drawn on the host and
+        // uploaded (one staging copy per parameter tensor per step), and what a step moves.
+        let mut host = resnet_sampler_with(grey()?, 60_000, NoiseSource::Host)?;
+        let before = transfer::counts();
+        fast.step(&fashion)?;
+        let moved = transfer::counts() - before;
+        println!("{label}: one step, device noise: {moved:?}");
+        let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));
+        let mut fh: Step = Box::new(|| host.step(&fashion).map(|_| ()).map_err(Into::into));
+        let (rd, rh, ratio) = paired(a.seconds, &mut fa, &mut fh)?;
+        record(
+            figures,
+            ratios,
+            [
+                (format!("{label}/sghmc steps, device noise"), rd),
+                (format!("{label}/sghmc steps, host noise"), rh),
+            ],
+            (format!("{label}/host noise:device noise step time"), ratio),
+        );
+    }
     // Sampler overhead on the network (SGLD, SGHMC, CSGLD, reSGLD against SGD or SGLD).
     let post = Posterior {
         likelihood: Likelihood::Categorical,

@@ -1,25 +1,23 @@
 //! Chains initialised from the run's seed.
 //!
-//! burn's parameter initialisers draw from the device's generator, which on the CPU backends is
-//! shared by the whole process, and they draw lazily, on a parameter's first use. [`seeded`]
-//! seeds the device and draws every parameter under one process-wide lock, so a network's
-//! initial weights are a function of the seed alone, whatever other runs share the process.
-
-use std::sync::Mutex;
+//! burn's parameter initialisers draw from the device's generator, which is shared by the whole
+//! process, and they draw lazily, on a parameter's first use. [`seeded`] seeds the device and
+//! draws every parameter under the process-wide lock the samplers' device noise also takes
+//! ([`with_device_seed`]), so a network's initial weights are a function of the seed alone,
+//! whatever other runs share the process.
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Device, Tensor};
-
-static INIT: Mutex<()> = Mutex::new(());
+use sgmcmc_samplers::rng::with_device_seed;
 
 /// `init()` (a module's initialisation) right after seeding `device` with `seed`, with every
 /// parameter drawn before the lock is released.
 pub fn seeded<T: Module>(device: &Device, seed: u64, init: impl FnOnce() -> T) -> T {
-    let _guard = INIT.lock().unwrap_or_else(|e| e.into_inner());
-    device.seed(seed);
-    let module = init();
-    module.visit(&mut Materialize);
-    module
+    with_device_seed(device, seed, || {
+        let module = init();
+        module.visit(&mut Materialize);
+        module
+    })
 }
 
 /// The seed of chain `p` of a run seeded with `seed`: `seed + p * 0x9E3779B97F4A7C15`

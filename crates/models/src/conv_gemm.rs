@@ -21,7 +21,10 @@
 //! after pooling (`max_t(y_t + b) = max_t(y_t) + b` and `max_t relu(z_t) = relu(max_t z_t)`, as
 //! both maps are monotone), on a tensor four times smaller.
 
-use burn::tensor::{Device, Int, Tensor};
+use std::sync::Mutex;
+
+use burn::tensor::{Device, Int, Tensor, TensorData};
+use sgmcmc_samplers::transfer;
 
 /// Errors from shape checks of the channels-last layers.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -101,13 +104,35 @@ fn patch_offsets(outputs: &[(usize, usize)], width: usize, k: usize) -> Vec<i64>
     v
 }
 
+/// The offsets of [`patch_offsets`] on `device`, uploaded once per shape and device: a
+/// network's layers ask for the same few every step, and on an accelerator an upload per layer
+/// per step would be a staging copy each (`sgmcmc_samplers::transfer` counts them).
+fn device_offsets(
+    outputs: &[(usize, usize)],
+    width: usize,
+    k: usize,
+    device: &Device,
+) -> Tensor<1, Int> {
+    type Key = (Vec<(usize, usize)>, usize, usize, Device);
+    static CACHE: Mutex<Vec<(Key, Tensor<1, Int>)>> = Mutex::new(Vec::new());
+    let key: Key = (outputs.to_vec(), width, k, device.clone());
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, t)) = cache.iter().find(|(k, _)| *k == key) {
+        return t.clone();
+    }
+    let offsets = patch_offsets(outputs, width, k);
+    let n = offsets.len();
+    let t: Tensor<1, Int> = transfer::upload(TensorData::new(offsets, [n]), device);
+    cache.push((key, t.clone()));
+    t
+}
+
 /// The im2col matrix `[B n, k k C]` of channels-last images `x: [B, H, W, C]` for the `n`
 /// output pixels `outputs` of every image (rows ordered by image, then by `outputs`).
 fn im2col(x: Tensor<4>, outputs: &[(usize, usize)], k: usize, device: &Device) -> Tensor<2> {
     let [b, h, w, c] = x.dims();
-    let offsets = patch_offsets(outputs, w, k);
-    let per_image = offsets.len();
-    let offsets = Tensor::<1, Int>::from_data(offsets.as_slice(), device);
+    let offsets = device_offsets(outputs, w, k, device);
+    let per_image = offsets.dims()[0];
     if c == 1 {
         // One channel: the same column gather of `[B, H W]` for every image.
         let flat: Tensor<2> = x.reshape([b, h * w]);

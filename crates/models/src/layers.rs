@@ -93,6 +93,7 @@ pub fn batch_norm<const D: usize>(bn: &BatchNorm, x: Tensor<D>) -> Tensor<D> {
 #[cfg(feature = "flex")]
 fn flex_batch_norm<const D: usize>(bn: &BatchNorm, x: &Tensor<D>) -> Option<Tensor<D>> {
     use burn::tensor::TensorData;
+    use sgmcmc_samplers::transfer;
     let xp = crate::flex::flex_ad(x)?;
     let gamma = crate::flex::flex_ad(&bn.gamma.val())?;
     let beta = crate::flex::flex_ad(&bn.beta.val())?;
@@ -100,7 +101,7 @@ fn flex_batch_norm<const D: usize>(bn: &BatchNorm, x: &Tensor<D>) -> Option<Tens
     let device = x.device();
     let c = mean.len();
     let m = bn.momentum;
-    let stat = |v: Vec<f32>| Tensor::<1>::from_data(TensorData::new(v, [c]), &device);
+    let stat = |v: Vec<f32>| -> Tensor<1> { transfer::upload(TensorData::new(v, [c]), &device) };
     // As burn's `BatchNorm::forward_train`.
     let running = |old: Tensor<1>, new: Tensor<1>| {
         old.to_device(&device)

@@ -126,13 +126,14 @@ where
     )
 }
 
-/// The energy's value and gradients: the data term through autodiff; the prior off the graph
+/// The energy's value (a plain tensor, read by the ensemble with the other chains') and
+/// gradients: the data term through autodiff; the prior off the graph
 /// when it [detaches](Prior::detaches) (its gradient added to the data term's), else on it.
 fn energy_and_gradients<M, L, P>(
     posterior: &ModelPosterior<L, P>,
     model: &M,
     batch: &L::Batch,
-) -> Result<(f64, GradientsParams), TargetError>
+) -> Result<(Tensor<1>, GradientsParams), TargetError>
 where
     M: Module,
     L: NegLogLik<M>,
@@ -145,13 +146,13 @@ where
     } = posterior;
     if !prior.detaches() {
         let e = energy(likelihood, prior, *n_data, model, batch)?;
-        let value = f64::from(e.clone().into_scalar::<f32>());
+        let value = e.clone().inner();
         return Ok((value, GradientsParams::from_grads(e.backward(), model)));
     }
     let e = data_energy(likelihood, *n_data, model, batch)?;
     let mut grads = GradientsParams::from_grads(e.backward(), model);
     let value = with_detached_prior(posterior, model, e, Some(&mut grads));
-    Ok((f64::from(value.into_scalar::<f32>()), grads))
+    Ok((value, grads))
 }
 
 impl<M, L, P> Target<M> for ModelPosterior<L, P>
@@ -174,7 +175,7 @@ where
     ) -> Result<Estimate, TargetError> {
         let (value, grads) = energy_and_gradients(self, model, batch)?;
         Ok(Estimate {
-            energies: vec![value],
+            energies: value.into(),
             grads,
         })
     }
@@ -193,7 +194,7 @@ where
         } else {
             energy(likelihood, prior, self.n_data, model, batch)?
         };
-        Ok(vec![f64::from(e.into_scalar::<f32>())])
+        sgmcmc_samplers::transfer::read_f64(e)
     }
 
     fn full_energy(&self, _model: &M) -> Result<Vec<f64>, TargetError> {

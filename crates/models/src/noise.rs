@@ -23,6 +23,7 @@
 use burn::module::{Module, ModuleDisplay, Param};
 use burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc_samplers::TargetError;
+use sgmcmc_samplers::transfer;
 
 use crate::network::Network;
 
@@ -49,7 +50,8 @@ impl<M: Module> WithNoise<M> {
                 reason: "must be finite and > 0",
             });
         }
-        let s = Tensor::<1>::from_data(TensorData::new(vec![precision.ln() as f32], [1]), device);
+        let s: Tensor<1> =
+            transfer::upload(TensorData::new(vec![precision.ln() as f32], [1]), device);
         Ok(Self {
             net,
             log_precision: Param::from_tensor(s),
@@ -58,7 +60,11 @@ impl<M: Module> WithNoise<M> {
 
     /// The current noise precision `lambda = e^s` (a host read-back).
     pub fn precision(&self) -> f64 {
-        f64::from(self.log_precision.val().into_scalar::<f32>()).exp()
+        transfer::read_f64(self.log_precision.val())
+            .ok()
+            .and_then(|v| v.first().copied())
+            .unwrap_or(f64::NAN)
+            .exp()
     }
 }
 

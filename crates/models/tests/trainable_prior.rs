@@ -1,6 +1,9 @@
 //! The isotropic prior sums exactly the trainable parameters: on a ResNet, not the BatchNorm
 //! running means and variances that burn's module visitors also see.
 
+// Tests move data freely (the library's transfers are counted: clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Distribution, Int, Tensor};

@@ -2,12 +2,17 @@
 //!
 //! Every chain owns a [`ChainRng`] derived from `(seed, chain index)`, and every random number a
 //! chain uses (injected target noise, Langevin noise, momentum refreshes) comes from it in a fixed
-//! order. Noise is generated on the host and uploaded, not drawn from burn's device RNG: burn's
-//! CPU backends share one process-global generator, so two samplers (or two tests) in one process
-//! would perturb each other. With host streams a run is bit-reproducible per backend whatever else
-//! runs in the process, and the tensor path and the `f64` path see the *same* noise, which the
-//! tests use to check one against the other.
+//! order. On the CPU backends noise is generated on the host and uploaded, not drawn from burn's
+//! device RNG: burn's CPU backends share one process-global generator, so two samplers (or two
+//! tests) in one process would perturb each other. With host streams a run is bit-reproducible
+//! per backend whatever else runs in the process, and the tensor path and the `f64` path see the
+//! *same* noise, which the tests use to check one against the other. On an accelerator the
+//! Langevin noise is drawn on the device, each draw seeded from the chain's stream under
+//! [`with_device_seed`] (`ensemble::NoiseSource`).
 
+use std::sync::Mutex;
+
+use burn::tensor::Device;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal, StudentT};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -61,10 +66,38 @@ impl ChainRng {
         self.0.random::<f64>()
     }
 
+    /// The next 64 random bits (the seed of a device draw, [`with_device_seed`]).
+    #[inline]
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.random::<u64>()
+    }
+
     /// A uniform integer in `0..n` (`n > 0`).
     pub fn below(&mut self, n: usize) -> usize {
         self.0.random_range(0..n)
     }
+}
+
+/// One seed from two: `mix(acc ^ mix(next))`, order-sensitive, so the seed of a multi-chain
+/// device draw depends on every chain's bits and on their order.
+pub fn combine(acc: u64, next: u64) -> u64 {
+    mix(acc ^ splitmix64(next))
+}
+
+/// Serialises every use of burn's device generator by this workspace (parameter
+/// initialisation, device noise): burn's generators are process-global (one per CPU backend,
+/// one for all cubecl devices), and a seed is only worth something if nothing draws between
+/// it and the draws it is for.
+static DEVICE_RNG: Mutex<()> = Mutex::new(());
+
+/// `f()` right after seeding `device`'s generator with `seed`, under the process-wide lock of
+/// [`DEVICE_RNG`]: the draws `f` makes are a function of `seed` alone, whatever else in this
+/// workspace draws on another thread. (A draw from burn's generator outside this lock, by other
+/// code on another thread, can still land between the seed and `f`'s draws.)
+pub fn with_device_seed<R>(device: &Device, seed: u64, f: impl FnOnce() -> R) -> R {
+    let _guard = DEVICE_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    device.seed(seed);
+    f()
 }
 
 /// The SplitMix64 output function (Steele, Lea & Flood 2014): a bijective 64-bit mixer.

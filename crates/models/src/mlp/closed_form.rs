@@ -365,7 +365,7 @@ impl Target<Mlp> for MlpPosterior {
     ) -> Result<Estimate, TargetError> {
         let (energy, grads) = self.energy_and_grads(model, batch, true, rngs)?;
         Ok(Estimate {
-            energies: vec![f64::from(energy.into_scalar::<f32>())],
+            energies: energy.into(),
             grads: grads.unwrap_or_default(),
         })
     }
@@ -377,7 +377,7 @@ impl Target<Mlp> for MlpPosterior {
         rngs: &mut [ChainRng],
     ) -> Result<Vec<f64>, TargetError> {
         let (energy, _) = self.energy_and_grads(model, batch, false, rngs)?;
-        Ok(vec![f64::from(energy.into_scalar::<f32>())])
+        sgmcmc_samplers::transfer::read_f64(energy)
     }
 
     fn full_energy(&self, model: &Mlp) -> Result<Vec<f64>, TargetError> {

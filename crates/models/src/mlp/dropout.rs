@@ -106,7 +106,7 @@ impl Dropout {
             .map(|_| if local.uniform() < keep { scale } else { 0.0 })
             .collect();
         *rng = local;
-        Tensor::from_data(TensorData::new(values, [rows, width]), device)
+        sgmcmc_samplers::transfer::upload(TensorData::new(values, [rows, width]), device)
     }
 
     /// The masks of one evaluation on `rows` input rows of a network whose hidden layers have

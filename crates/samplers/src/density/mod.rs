@@ -13,6 +13,7 @@ pub mod toy;
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
+use burn::tensor::Tensor;
 
 use crate::error::TargetError;
 use crate::rng::ChainRng;
@@ -20,10 +21,58 @@ use crate::rng::ChainRng;
 /// A stochastic energy estimate for the chains one module hosts.
 pub struct Estimate {
     /// `U~` of each hosted chain (full-data scale), in row order.
-    pub energies: Vec<f64>,
+    pub energies: Energies,
     /// Gradients of the summed energies with respect to the module's parameters (chains in
     /// separate rows do not interact, so row `p` of a gradient is chain `p`'s gradient).
     pub grads: GradientsParams,
+}
+
+/// The energies of an [`Estimate`]: on the host, or still on the module's device. A
+/// [`ModuleEnsemble`](crate::ensemble::ModuleEnsemble) reads the device energies of all its
+/// modules in one transfer per step ([`crate::transfer`]), after every module's work is
+/// queued: on an accelerator the chains run back to back and the host waits once.
+#[derive(Clone, Debug)]
+pub enum Energies {
+    /// Values on the host, in row order.
+    Host(Vec<f64>),
+    /// A plain (non-autodiff) `[rows]` float tensor, in row order.
+    Device(Box<Tensor<1>>),
+}
+
+impl Energies {
+    /// Number of energies (a shape query: no transfer).
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Host(v) => v.len(),
+            Self::Device(t) => t.dims()[0],
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values on the host (one read for device energies).
+    pub fn into_host(self) -> Result<Vec<f64>, TargetError> {
+        match self {
+            Self::Host(v) => Ok(v),
+            Self::Device(t) => crate::transfer::read_f64(*t),
+        }
+    }
+}
+
+impl From<Vec<f64>> for Energies {
+    fn from(v: Vec<f64>) -> Self {
+        Self::Host(v)
+    }
+}
+
+impl From<Tensor<1>> for Energies {
+    /// Energies still on the device (`t` is taken off the autodiff graph).
+    fn from(t: Tensor<1>) -> Self {
+        Self::Device(Box::new(t.inner()))
+    }
 }
 
 /// A target `pi(x) ∝ exp(-U(x) / tau)` over the parameters of module `M`.
@@ -54,7 +103,7 @@ pub trait Target<M: Module>: Sync {
         batch: &Self::Batch,
         rngs: &mut [ChainRng],
     ) -> Result<Vec<f64>, TargetError> {
-        Ok(self.estimate(model, batch, rngs)?.energies)
+        self.estimate(model, batch, rngs)?.energies.into_host()
     }
 
     /// Exact full-data energy of each hosted chain (for control variates and diagnostics).

@@ -8,12 +8,13 @@
 
 use burn::module::{Module, Param};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::{Device, Float, Tensor, TensorData};
 
 use super::toy::ToyTarget;
 use super::{Estimate, Target};
 use crate::error::TargetError;
 use crate::rng::ChainRng;
+use crate::transfer;
 
 /// `P` chains of a `d`-dimensional toy target, one per row.
 #[derive(Module, Debug)]
@@ -33,7 +34,7 @@ impl Particles {
             )));
         }
         let data: Vec<f32> = rows.iter().flatten().map(|&v| v as f32).collect();
-        let x = Tensor::<2>::from_data(TensorData::new(data, [p, d]), device);
+        let x: Tensor<2> = transfer::upload(TensorData::new(data, [p, d]), device);
         Ok(Self {
             x: Param::from_tensor(x),
         })
@@ -48,7 +49,7 @@ impl Particles {
 }
 
 fn host_values(t: Tensor<2>) -> Vec<f64> {
-    t.into_data()
+    transfer::read(t)
         .convert::<f32>()
         .try_into_vec::<f32>()
         .map(|v| v.into_iter().map(f64::from).collect())
@@ -90,9 +91,12 @@ impl Target<Particles> for ToyTarget {
         let mut grads = GradientsParams::new();
         grads.register(
             model.x.id,
-            Tensor::<2>::from_data(TensorData::new(g32, [p, d]), &device),
+            transfer::upload::<2, Float>(TensorData::new(g32, [p, d]), &device),
         );
-        Ok(Estimate { energies, grads })
+        Ok(Estimate {
+            energies: energies.into(),
+            grads,
+        })
     }
 
     fn full_energy(&self, model: &Particles) -> Result<Vec<f64>, TargetError> {

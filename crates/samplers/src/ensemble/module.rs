@@ -4,20 +4,24 @@ use std::collections::HashMap;
 
 use burn::module::{Module, ModuleMapper, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Tensor, TensorData};
+use burn::tensor::Tensor;
 use rayon::prelude::*;
 
+mod noise;
 mod running;
 mod state;
+
+pub use noise::NoiseSource;
 
 pub use state::{module_values, with_module_values};
 
 use super::{Draws, Ensemble, KernelRow, RowSwap};
 use crate::checkpoint::EnsembleState;
-use crate::density::Target;
-use crate::error::SamplerError;
+use crate::density::{Energies, Target};
+use crate::error::{SamplerError, TargetError};
 use crate::kernel::{Coefficients, Coefs, Kernel, TensorCoef};
 use crate::rng::ChainRng;
+use crate::transfer;
 
 /// Chains stored as burn modules: each module hosts `target.chains_per_module(m)` chains
 /// (1 for a network, `P` for a `[P, d]` particle module). Kernel state (momentum,
@@ -36,6 +40,8 @@ pub struct ModuleEnsemble<M: Module, T: Target<M>> {
     /// Whether the modules carry running state to settle after each forward pass
     /// ([`running`]).
     buffers: bool,
+    /// Whether the Langevin noise is drawn on the modules' device ([`NoiseSource`]).
+    device_noise: bool,
 }
 
 pub(super) struct ModuleChain<M> {
@@ -44,6 +50,8 @@ pub(super) struct ModuleChain<M> {
     state: HashMap<ParamId, Vec<Tensor<2>>>,
     grads: Option<GradientsParams>,
     energies: Vec<f64>,
+    /// The last estimate's energies until [`ModuleEnsemble::gather`] reads them.
+    pending: Option<Energies>,
 }
 
 impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
@@ -74,6 +82,7 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
                     state: HashMap::new(),
                     grads: None,
                     energies: vec![0.0; rows],
+                    pending: None,
                 };
                 offset += rows as u64;
                 c
@@ -90,13 +99,36 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
             .first()
             .and_then(|c| c.module.as_ref())
             .is_some_and(running::has_buffers);
-        Ok(Self {
+        let mut ensemble = Self {
             target,
             chains,
             energies: vec![0.0; (offset - first as u64) as usize],
             parallel: true,
             buffers,
-        })
+            device_noise: false,
+        };
+        ensemble.device_noise = ensemble.resolve(NoiseSource::Auto);
+        Ok(ensemble)
+    }
+
+    /// The same chains with their Langevin noise drawn from `source` (default
+    /// [`NoiseSource::Auto`]: on the device for modules on an accelerator, else on the host).
+    pub fn with_noise(mut self, source: NoiseSource) -> Self {
+        self.device_noise = self.resolve(source);
+        self
+    }
+
+    /// Whether the Langevin noise is drawn on the modules' device.
+    pub fn noise_on_device(&self) -> bool {
+        self.device_noise
+    }
+
+    /// Whether `source` draws on the device the modules live on.
+    fn resolve(&self, source: NoiseSource) -> bool {
+        self.modules()
+            .next()
+            .and_then(|m| m.devices().into_iter().next())
+            .is_some_and(|d| source.on_device(&d))
     }
 
     /// Steps the modules one after another on the calling thread.
@@ -190,14 +222,43 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
         Ok(())
     }
 
-    /// Copies the modules' energies into the ensemble's vector, in chain order.
-    fn gather(&mut self) -> &[f64] {
+    /// Reads the modules' last energies into the ensemble's vector, in chain order: the device
+    /// energies of all modules in one transfer when they share a device.
+    fn gather(&mut self) -> Result<&[f64], SamplerError> {
+        let mut on_device: Vec<(usize, Tensor<1>)> = Vec::new();
+        for (i, chain) in self.chains.iter_mut().enumerate() {
+            match chain.pending.take() {
+                Some(Energies::Host(v)) => chain.energies.copy_from_slice(&v),
+                Some(Energies::Device(t)) => on_device.push((i, *t)),
+                None => {}
+            }
+        }
+        let one_device = on_device
+            .windows(2)
+            .all(|w| w[0].1.device() == w[1].1.device());
+        if on_device.len() > 1 && one_device {
+            let (chains, tensors): (Vec<usize>, Vec<Tensor<1>>) = on_device.into_iter().unzip();
+            let values = transfer::read_f64(Tensor::cat(tensors, 0))?;
+            let mut at = 0;
+            for i in chains {
+                let rows = self.chains[i].energies.len();
+                self.chains[i]
+                    .energies
+                    .copy_from_slice(&values[at..at + rows]);
+                at += rows;
+            }
+        } else {
+            for (i, t) in on_device {
+                let values = transfer::read_f64(t)?;
+                self.chains[i].energies.copy_from_slice(&values);
+            }
+        }
         let mut at = 0;
         for chain in &self.chains {
             self.energies[at..at + chain.energies.len()].copy_from_slice(&chain.energies);
             at += chain.energies.len();
         }
-        &self.energies
+        Ok(&self.energies)
     }
 }
 
@@ -230,13 +291,21 @@ impl<M: Module> ModuleChain<M> {
         if buffers {
             running::settle(module);
         }
-        self.energies.copy_from_slice(&est.energies);
+        if est.energies.len() != self.energies.len() {
+            return Err(TargetError::Shape(format!(
+                "{} energies from a module hosting {} chains",
+                est.energies.len(),
+                self.energies.len()
+            ))
+            .into());
+        }
+        self.pending = Some(est.energies);
         self.grads = Some(est.grads);
         Ok(())
     }
 
     /// One kernel step of this module with the gradients of the last estimate.
-    fn apply(&mut self, kernel: &Kernel, values: &[Coefficients], noisy: bool, refresh: bool) {
+    fn apply(&mut self, kernel: &Kernel, values: &[Coefficients], draws: Draws, on_device: bool) {
         let (Some(module), Some(mut grads)) = (self.module.take(), self.grads.take()) else {
             return;
         };
@@ -247,8 +316,9 @@ impl<M: Module> ModuleChain<M> {
             values,
             coefs: None,
             rngs: &mut self.rngs,
-            noisy,
-            refresh,
+            noisy: draws.noise,
+            refresh: draws.refresh,
+            device_noise: on_device,
         };
         self.module = Some(module.map(&mut mapper));
     }
@@ -270,18 +340,14 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
         } else {
             self.chains.iter_mut().try_for_each(one)?;
         }
-        Ok(self.gather())
+        self.gather()
     }
 
     fn apply(&mut self, kernel: &Kernel, coefs: &[Coefficients], draws: Draws) {
-        let Draws {
-            refresh,
-            noise: noisy,
-        } = draws;
-        let threaded = self.threaded();
+        let (threaded, on_device) = (self.threaded(), self.device_noise);
         let work = split(&mut self.chains, coefs);
         let one = |(chain, values): (&mut ModuleChain<M>, &[Coefficients])| {
-            chain.apply(kernel, values, noisy, refresh);
+            chain.apply(kernel, values, draws, on_device);
         };
         if threaded {
             work.into_par_iter().for_each(one);
@@ -290,6 +356,8 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
         }
     }
 
+    /// Each module estimates and steps in one task (on the pool's threads when the chains step
+    /// there); the energies of all modules are read once, after every module's work is queued.
     fn estimate_and_apply(
         &mut self,
         batch: &T::Batch,
@@ -297,24 +365,20 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
         coefs: &[Coefficients],
         draws: Draws,
     ) -> Result<&[f64], SamplerError> {
-        if !self.threaded() {
-            self.estimate(batch)?;
-            self.apply(kernel, coefs, draws);
-            return Ok(&self.energies);
-        }
-        let Draws {
-            refresh,
-            noise: noisy,
-        } = draws;
+        let (threaded, on_device) = (self.threaded(), self.device_noise);
         let (target, buffers) = (&self.target, self.buffers);
-        split(&mut self.chains, coefs)
-            .into_par_iter()
-            .try_for_each(|(chain, values)| {
-                chain.estimate(target, batch, buffers)?;
-                chain.apply(kernel, values, noisy, refresh);
-                Ok::<(), SamplerError>(())
-            })?;
-        Ok(self.gather())
+        let step = |(chain, values): (&mut ModuleChain<M>, &[Coefficients])| {
+            chain.estimate(target, batch, buffers)?;
+            chain.apply(kernel, values, draws, on_device);
+            Ok::<(), SamplerError>(())
+        };
+        let work = split(&mut self.chains, coefs);
+        if threaded {
+            work.into_par_iter().try_for_each(step)?;
+        } else {
+            work.into_iter().try_for_each(step)?;
+        }
+        self.gather()
     }
 
     fn last_energies(&self) -> &[f64] {
@@ -363,6 +427,7 @@ impl<M: Module, T: Target<M>> Ensemble for ModuleEnsemble<M, T> {
             chain.state = kernel;
             chain.rngs = rngs;
             chain.grads = None;
+            chain.pending = None;
         }
         Ok(())
     }
@@ -378,22 +443,7 @@ struct KernelMapper<'a> {
     rngs: &'a mut [ChainRng],
     noisy: bool,
     refresh: bool,
-}
-
-/// Standard normal noise `[rows, cols]`, row `r` from stream `r`.
-fn noise_tensor(rngs: &mut [ChainRng], cols: usize, device: &Device) -> Tensor<2> {
-    let rows = rngs.len();
-    let mut buf = vec![0.0f32; rows * cols];
-    for (rng, chunk) in rngs.iter_mut().zip(buf.chunks_mut(cols)) {
-        // A local copy keeps the generator state in registers (the same stream; ~1.5x faster
-        // than updating the state through the slice on every draw).
-        let mut local = rng.clone();
-        for v in chunk {
-            *v = local.normal() as f32;
-        }
-        *rng = local;
-    }
-    Tensor::from_data(TensorData::new(buf, [rows, cols]), device)
+    device_noise: bool,
 }
 
 impl ModuleMapper for KernelMapper<'_> {
@@ -428,11 +478,11 @@ impl ModuleMapper for KernelMapper<'_> {
             .state
             .entry(id)
             .or_insert_with(|| (0..slots).map(|_| x.zeros_like()).collect());
-        let (rngs, noisy) = (&mut *self.rngs, self.noisy);
+        let (rngs, noisy, on_device) = (&mut *self.rngs, self.noisy, self.device_noise);
         let zeros = (!noisy).then(|| x.zeros_like());
         let noise = || match &zeros {
             Some(z) => z.clone(),
-            None => noise_tensor(rngs, cols, &device),
+            None => noise::draw(rngs, cols, &device, on_device),
         };
         let updated = self.kernel.update(x, g, state, noise, coefs, self.refresh);
         let mut out: Tensor<D> = updated.reshape(dims);

@@ -24,7 +24,7 @@ impl TensorCoef {
             Self::Scalar(values.first().copied().unwrap_or(0.0))
         } else {
             let data: Vec<f32> = values.iter().map(|&v| v as f32).collect();
-            Self::Column(Box::new(Tensor::from_data(
+            Self::Column(Box::new(crate::transfer::upload(
                 TensorData::new(data, [values.len(), 1]),
                 device,
             )))

@@ -11,11 +11,11 @@ use super::super::{KernelRow, ParamRow, RowSwap};
 use crate::checkpoint::{ChainState, EnsembleState, TensorState, mismatch};
 use crate::error::SamplerError;
 use crate::rng::ChainRng;
+use crate::transfer;
 
 fn read<const D: usize>(t: Tensor<D>) -> Result<TensorState, SamplerError> {
     let dims = t.dims().to_vec();
-    let values = t
-        .into_data()
+    let values = transfer::read(t)
         .try_into_vec::<f32>()
         .map_err(|e| mismatch(format!("cannot read a tensor: {e:?}")))?;
     Ok(TensorState { dims, values })
@@ -77,7 +77,7 @@ impl ModuleMapper for Put<'_> {
         let (autodiff, require_grad) = (tensor.is_autodiff(), tensor.is_require_grad());
         let device = tensor.inner().device();
         let mut out: Tensor<D> =
-            Tensor::from_data(TensorData::new(p.values.clone(), p.dims.clone()), &device);
+            transfer::upload(TensorData::new(p.values.clone(), p.dims.clone()), &device);
         if autodiff {
             out = Tensor::from_inner(out);
             if require_grad {
@@ -89,7 +89,7 @@ impl ModuleMapper for Put<'_> {
             let tensors = slots
                 .iter()
                 .map(|s| {
-                    Tensor::from_data(TensorData::new(s.values.clone(), s.dims.clone()), &device)
+                    transfer::upload(TensorData::new(s.values.clone(), s.dims.clone()), &device)
                 })
                 .collect();
             self.kernel.insert(id, tensors);
@@ -338,7 +338,7 @@ pub(super) fn take_row<M: Module>(
                     )));
                 }
                 let v: Vec<f32> = v.iter().map(|x| *x as f32).collect();
-                Ok(Tensor::from_data(TensorData::new(v, [1, cols]), &device))
+                Ok(transfer::upload(TensorData::new(v, [1, cols]), &device))
             };
             let rows = [r..r + 1, 0..cols];
             let mut new = tensor(values)?;
