@@ -90,6 +90,9 @@ pub enum Group {
     /// ResNet20 steps/s alone, at the CIFAR and Fashion-MNIST shapes (a few steps: what CI
     /// measures on wgpu through a software Vulkan driver).
     ResnetSteps,
+    /// The Langevin noise drawn on the device against on the host (ResNet20 SGHMC, paired;
+    /// batch 16 on a software device, 128 elsewhere) and the transfers of a step.
+    Noise,
 }
 
 impl BenchArgs {
@@ -267,6 +270,52 @@ fn resnet_steps(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Re
     Ok(())
 }
 
+/// The Langevin noise drawn on the device against drawn on the host and uploaded (one upload
+/// per parameter tensor per step), paired, on a ResNet20 SGHMC step at the Fashion-MNIST
+/// preset's shape (batch `batch`: lavapipe takes seconds per step at 128); and what one step
+/// moves between host and device with each ([`transfer::counts`]).
+fn noise_rate(
+    a: &BenchArgs,
+    device: &Device,
+    batch: usize,
+    figures: &mut Vec<Figure>,
+    ratios: &mut Vec<Figure>,
+) -> Result<(), AppError> {
+    let images = image_batch(batch, 1, 28, device);
+    let grey = || {
+        ResNetConfig::resnet20(10)
+            .with_in_channels(1)
+            .init(device)
+            .map_err(|e| AppError::Run(e.to_string()))
+    };
+    let mut on_device = resnet_sampler_with(grey()?, 60_000, NoiseSource::Device)?;
+    let mut on_host = resnet_sampler_with(grey()?, 60_000, NoiseSource::Host)?;
+    for (what, s) in [("device", &mut on_device), ("host", &mut on_host)] {
+        s.step(&images)?;
+        let before = transfer::counts();
+        s.step(&images)?;
+        let moved = transfer::counts() - before;
+        println!(
+            "resnet20_28x28_b{batch}: one step, {what} noise: {} uploads, {} reads",
+            moved.uploads, moved.reads
+        );
+    }
+    let mut fd: Step = Box::new(|| on_device.step(&images).map(|_| ()).map_err(Into::into));
+    let mut fh: Step = Box::new(|| on_host.step(&images).map(|_| ()).map_err(Into::into));
+    let (rd, rh, ratio) = paired(a.seconds, &mut fd, &mut fh)?;
+    let label = format!("resnet20_28x28_b{batch}");
+    record(
+        figures,
+        ratios,
+        [
+            (format!("{label}/sghmc steps, device noise"), rd),
+            (format!("{label}/sghmc steps, host noise"), rh),
+        ],
+        (format!("{label}/host noise:device noise step time"), ratio),
+    );
+    Ok(())
+}
+
 /// The fast layers against burn's modules alone on ResNet20 at the Fashion-MNIST preset's
 /// shape (1x28x28, batch 128; paired, interleaved: the speed-up of `layers` on this machine),
 /// and the sampler overheads on the network.
@@ -288,7 +337,6 @@ fn resnet_rate(
     let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));
     let mut fb: Step = Box::new(|| reference.step(&fashion).map(|_| ()).map_err(Into::into));
     let (ra, rb, ratio) = paired(a.seconds, &mut fa, &mut fb)?;
-    drop((fa, fb));
     let label = "resnet20_28x28_b128";
     record(
         figures,
@@ -299,27 +347,6 @@ fn resnet_rate(
         ],
         (format!("{label}/burn modules:fast layers step time"), ratio),
     );
-    if fast.ensemble().noise_on_device() {
-        // An accelerator: the noise drawn on the device against drawn on the host and
-        // uploaded (one staging copy per parameter tensor per step), and what a step moves.
-        let mut host = resnet_sampler_with(grey()?, 60_000, NoiseSource::Host)?;
-        let before = transfer::counts();
-        fast.step(&fashion)?;
-        let moved = transfer::counts() - before;
-        println!("{label}: one step, device noise: {moved:?}");
-        let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));
-        let mut fh: Step = Box::new(|| host.step(&fashion).map(|_| ()).map_err(Into::into));
-        let (rd, rh, ratio) = paired(a.seconds, &mut fa, &mut fh)?;
-        record(
-            figures,
-            ratios,
-            [
-                (format!("{label}/sghmc steps, device noise"), rd),
-                (format!("{label}/sghmc steps, host noise"), rh),
-            ],
-            (format!("{label}/host noise:device noise step time"), ratio),
-        );
-    }
     // Sampler overhead on the network (SGLD, SGHMC, CSGLD, reSGLD against SGD or SGLD).
     let post = Posterior {
         likelihood: Likelihood::Categorical,
@@ -834,6 +861,14 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     }
     if a.runs(Group::Resnet) || a.runs(Group::ResnetSteps) {
         resnet_steps(a, &ad, &mut figures)?;
+    }
+    if a.only.contains(&Group::Noise) {
+        let batch = if a.device == DeviceChoice::Wgpu {
+            16
+        } else {
+            128
+        };
+        noise_rate(a, &ad, batch, &mut figures, &mut ratios)?;
     }
     if a.runs(Group::Resnet) {
         resnet_memory(&ad, &mut memory)?;
