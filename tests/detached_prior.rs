@@ -80,6 +80,7 @@ where
     // The forward-only energy (snapshots, swaps) adds the detached value too.
     let forward = posterior
         .batch_energies(model, batch, &mut [ChainRng::new(1, 0)])
+        .and_then(|e| e.into_host())
         .unwrap()[0];
     let estimated = est.energies.clone().into_host().unwrap()[0];
     let e = [estimated, forward]
@@ -97,6 +98,7 @@ fn forward<M: Network, P: Prior<M>>(
 ) -> f64 {
     posterior
         .batch_energies(model, batch, &mut [ChainRng::new(1, 0)])
+        .and_then(|e| e.into_host())
         .unwrap()[0]
 }
 

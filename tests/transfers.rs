@@ -120,6 +120,42 @@ fn counts_per_step(choice: DeviceChoice, device: &Device) {
     }
 }
 
+/// Variance-reduced reSGLD: the chains' energies and the snapshots' (the control variate on
+/// the step's batch) are read once each per step, whatever the number of chains.
+fn vr_counts(choice: DeviceChoice, device: &Device) {
+    let batch = Tensor::<2>::random([8, 6], Distribution::Normal(0.0, 1.0), device);
+    let mut settings = settings("vr-resgld");
+    settings.lr = 1e-3;
+    settings.replica.control_period = 1000;
+    let ctx = BuildContext::steps(100).chains(2);
+    let (b1, b2) = (batch.clone(), batch.clone());
+    let mut s = settings
+        .spec(&ctx)
+        .unwrap()
+        .build_with_data(
+            chains(device, NoiseSource::Device),
+            5,
+            Box::new(move |_, _| b1.clone()),
+            Some(Box::new(move |i| (i < 2).then(|| b2.clone()))),
+        )
+        .unwrap();
+    s.step(&batch).unwrap();
+    let before = transfer::counts();
+    for _ in 0..4 {
+        s.step(&batch).unwrap();
+    }
+    let per = transfer::counts() - before;
+    println!("{choice} vr-resgld: {per:?} in 4 steps");
+    assert_eq!(
+        per,
+        transfer::Transfers {
+            uploads: 0,
+            reads: 8
+        },
+        "{choice} vr-resgld: a read for the chains and one for the snapshots per step"
+    );
+}
+
 fn device_noise_law(choice: DeviceChoice, device: &Device, steps: usize) {
     let ens = chains(device, NoiseSource::Device);
     let ctx = BuildContext::steps(steps as u64).chains(2);
@@ -230,6 +266,7 @@ fn a_network_step_reads_once_and_device_noise_has_the_exact_law() {
         let ad = device.autodiff();
         counts_per_step(choice, &ad);
         cnn_counts(choice, &ad);
+        vr_counts(choice, &ad);
         device_noise_is_reproducible(choice, &ad);
         device_noise_law(choice, &ad, (400.0 * scale) as usize);
     }

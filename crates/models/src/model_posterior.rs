@@ -5,7 +5,7 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 use sgmcmc_samplers::TargetError;
-use sgmcmc_samplers::density::{Estimate, Target};
+use sgmcmc_samplers::density::{Energies, Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
 
 use crate::nll::NegLogLik;
@@ -185,7 +185,7 @@ where
         model: &M,
         batch: &L::Batch,
         _rngs: &mut [ChainRng],
-    ) -> Result<Vec<f64>, TargetError> {
+    ) -> Result<Energies, TargetError> {
         // Forward only: a detaching prior adds its value without graph nodes.
         let (likelihood, prior) = (&self.likelihood, &self.prior);
         let e = if prior.detaches() {
@@ -194,7 +194,7 @@ where
         } else {
             energy(likelihood, prior, self.n_data, model, batch)?
         };
-        sgmcmc_samplers::transfer::read_f64(e)
+        Ok(e.into())
     }
 
     fn full_energy(&self, _model: &M) -> Result<Vec<f64>, TargetError> {

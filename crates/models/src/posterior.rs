@@ -3,7 +3,7 @@
 use burn::module::{Param, ParamId};
 use burn::tensor::{Int, Tensor};
 use sgmcmc_samplers::TargetError;
-use sgmcmc_samplers::density::{Estimate, Target};
+use sgmcmc_samplers::density::{Energies, Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
 
 use crate::likelihood::{Likelihood, Targets};
@@ -163,7 +163,7 @@ impl<M: Network> Target<M> for Posterior {
         model: &M,
         batch: &Self::Batch,
         rngs: &mut [ChainRng],
-    ) -> Result<Vec<f64>, TargetError> {
+    ) -> Result<Energies, TargetError> {
         // Forward only: no backward pass.
         self.as_model_posterior().batch_energies(model, batch, rngs)
     }

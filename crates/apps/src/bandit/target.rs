@@ -15,7 +15,7 @@ use sgmcmc_models::mlp::{Dropout, MlpPosterior};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Likelihood, Mlp, Posterior, Scale};
 use sgmcmc_samplers::TargetError;
-use sgmcmc_samplers::density::{Estimate, Target};
+use sgmcmc_samplers::density::{Energies, Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
 
 /// [`MlpPosterior`] with a shared, settable data size `N`.
@@ -91,7 +91,7 @@ impl Target<Mlp> for BufferPosterior {
         model: &Mlp,
         batch: &Self::Batch,
         rngs: &mut [ChainRng],
-    ) -> Result<Vec<f64>, TargetError> {
+    ) -> Result<Energies, TargetError> {
         self.now().batch_energies(model, batch, rngs)
     }
 
@@ -133,9 +133,17 @@ mod tests {
         let clone = post.clone();
         let mut rngs = [];
         post.set_n(2);
-        let u2 = clone.batch_energies(&mlp, &batch, &mut rngs).unwrap()[0];
+        let u2 = clone
+            .batch_energies(&mlp, &batch, &mut rngs)
+            .unwrap()
+            .into_host()
+            .unwrap()[0];
         post.set_n(10);
-        let u10 = clone.batch_energies(&mlp, &batch, &mut rngs).unwrap()[0];
+        let u10 = clone
+            .batch_energies(&mlp, &batch, &mut rngs)
+            .unwrap()
+            .into_host()
+            .unwrap()[0];
         // f32 energies of a few hundred: relative rounding ~1e-6.
         assert!((u10 / u2 - 5.0).abs() < 1e-5, "{u2} {u10}");
     }

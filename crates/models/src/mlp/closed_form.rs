@@ -28,7 +28,7 @@ use burn::module::ParamId;
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, activation, module::linear};
 use sgmcmc_samplers::TargetError;
-use sgmcmc_samplers::density::{Estimate, Target};
+use sgmcmc_samplers::density::{Energies, Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
 
 use super::dropout::{Dropout, mean_rows, repeat_rows, sum_rows};
@@ -375,9 +375,9 @@ impl Target<Mlp> for MlpPosterior {
         model: &Mlp,
         batch: &Self::Batch,
         rngs: &mut [ChainRng],
-    ) -> Result<Vec<f64>, TargetError> {
+    ) -> Result<Energies, TargetError> {
         let (energy, _) = self.energy_and_grads(model, batch, false, rngs)?;
-        sgmcmc_samplers::transfer::read_f64(energy)
+        Ok(energy.into())
     }
 
     fn full_energy(&self, model: &Mlp) -> Result<Vec<f64>, TargetError> {

@@ -60,6 +60,46 @@ impl Energies {
             Self::Device(t) => crate::transfer::read_f64(*t),
         }
     }
+
+    /// The values of several estimates' energies, in order: the device ones in one read
+    /// (`Tensor::cat`) when there are several and they share a device, else one read each.
+    pub fn read_all(parts: Vec<Energies>) -> Result<Vec<Vec<f64>>, TargetError> {
+        let tensors: Vec<&Tensor<1>> = parts
+            .iter()
+            .filter_map(|e| match e {
+                Self::Device(t) => Some(&**t),
+                Self::Host(_) => None,
+            })
+            .collect();
+        let one_device = tensors.windows(2).all(|w| w[0].device() == w[1].device());
+        if tensors.len() < 2 || !one_device {
+            return parts.into_iter().map(Self::into_host).collect();
+        }
+        let lens: Vec<usize> = parts.iter().map(Self::len).collect();
+        let mut host = Vec::with_capacity(parts.len());
+        let mut device = Vec::with_capacity(tensors.len());
+        for e in parts {
+            match e {
+                Self::Host(v) => host.push(Some(v)),
+                Self::Device(t) => {
+                    host.push(None);
+                    device.push(*t);
+                }
+            }
+        }
+        let values = crate::transfer::read_f64(Tensor::cat(device, 0))?;
+        let mut at = 0;
+        Ok(host
+            .into_iter()
+            .zip(lens)
+            .map(|(h, n)| {
+                h.unwrap_or_else(|| {
+                    at += n;
+                    values[at - n..at].to_vec()
+                })
+            })
+            .collect())
+    }
 }
 
 impl From<Vec<f64>> for Energies {
@@ -95,15 +135,16 @@ pub trait Target<M: Module>: Sync {
         rngs: &mut [ChainRng],
     ) -> Result<Estimate, TargetError>;
 
-    /// Stochastic energies alone on `batch` (no gradient), e.g. of a control-variate snapshot;
+    /// Stochastic energies alone on `batch` (no gradient), e.g. of a control-variate snapshot
+    /// (on the device when the target leaves them there: [`Energies::into_host`] reads them);
     /// the default runs [`Target::estimate`] and drops the gradient.
     fn batch_energies(
         &self,
         model: &M,
         batch: &Self::Batch,
         rngs: &mut [ChainRng],
-    ) -> Result<Vec<f64>, TargetError> {
-        self.estimate(model, batch, rngs)?.energies.into_host()
+    ) -> Result<Energies, TargetError> {
+        Ok(self.estimate(model, batch, rngs)?.energies)
     }
 
     /// Exact full-data energy of each hosted chain (for control variates and diagnostics).

@@ -21,7 +21,6 @@ use crate::density::{Energies, Target};
 use crate::error::{SamplerError, TargetError};
 use crate::kernel::{Coefficients, Coefs, Kernel, TensorCoef};
 use crate::rng::ChainRng;
-use crate::transfer;
 
 /// Chains stored as burn modules: each module hosts `target.chains_per_module(m)` chains
 /// (1 for a network, `P` for a `[P, d]` particle module). Kernel state (momentum,
@@ -181,12 +180,13 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
     }
 
     /// `out` = `energy(m)` of every module of `points` in order, settled after each; on the
-    /// pool's threads when the chains step there ([`ModuleEnsemble::threaded`]).
+    /// pool's threads when the chains step there ([`ModuleEnsemble::threaded`]); device
+    /// energies read in one transfer after every module's work is queued.
     pub(super) fn energies_of(
         &self,
         points: &[M],
         out: &mut [f64],
-        energy: impl Fn(&M) -> Result<Vec<f64>, SamplerError> + Sync,
+        energy: impl Fn(&M) -> Result<Energies, SamplerError> + Sync,
     ) -> Result<(), SamplerError> {
         let buffers = self.buffers;
         let one = |m: &M| {
@@ -196,7 +196,7 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
             }
             e
         };
-        let energies: Vec<Vec<f64>> = if self.threaded() && points.len() > 1 {
+        let energies: Vec<Energies> = if self.threaded() && points.len() > 1 {
             // Modules are `Send`, not `Sync`: each task takes its own handle (a clone shares
             // the tensors and the running state).
             let owned: Vec<M> = points.to_vec();
@@ -208,7 +208,7 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
             points.iter().map(one).collect::<Result<_, _>>()?
         };
         let mut at = 0;
-        for e in energies {
+        for e in Energies::read_all(energies)? {
             let Some(slot) = out.get_mut(at..at + e.len()) else {
                 return Err(crate::checkpoint::mismatch(format!(
                     "{} snapshot energies for {} chains",
@@ -225,33 +225,14 @@ impl<M: Module, T: Target<M>> ModuleEnsemble<M, T> {
     /// Reads the modules' last energies into the ensemble's vector, in chain order: the device
     /// energies of all modules in one transfer when they share a device.
     fn gather(&mut self) -> Result<&[f64], SamplerError> {
-        let mut on_device: Vec<(usize, Tensor<1>)> = Vec::new();
-        for (i, chain) in self.chains.iter_mut().enumerate() {
-            match chain.pending.take() {
-                Some(Energies::Host(v)) => chain.energies.copy_from_slice(&v),
-                Some(Energies::Device(t)) => on_device.push((i, *t)),
-                None => {}
-            }
-        }
-        let one_device = on_device
-            .windows(2)
-            .all(|w| w[0].1.device() == w[1].1.device());
-        if on_device.len() > 1 && one_device {
-            let (chains, tensors): (Vec<usize>, Vec<Tensor<1>>) = on_device.into_iter().unzip();
-            let values = transfer::read_f64(Tensor::cat(tensors, 0))?;
-            let mut at = 0;
-            for i in chains {
-                let rows = self.chains[i].energies.len();
-                self.chains[i]
-                    .energies
-                    .copy_from_slice(&values[at..at + rows]);
-                at += rows;
-            }
-        } else {
-            for (i, t) in on_device {
-                let values = transfer::read_f64(t)?;
-                self.chains[i].energies.copy_from_slice(&values);
-            }
+        let (chains, parts): (Vec<usize>, Vec<Energies>) = self
+            .chains
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, c)| c.pending.take().map(|e| (i, e)))
+            .unzip();
+        for (i, values) in chains.into_iter().zip(Energies::read_all(parts)?) {
+            self.chains[i].energies.copy_from_slice(&values);
         }
         let mut at = 0;
         for chain in &self.chains {

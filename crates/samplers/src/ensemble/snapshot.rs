@@ -111,7 +111,7 @@ impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
 
     fn full_energies_at(&self, points: &Vec<M>, out: &mut [f64]) -> Result<(), SamplerError> {
         let target = self.target();
-        self.energies_of(points, out, |m| Ok(target.full_energy(m)?))
+        self.energies_of(points, out, |m| Ok(target.full_energy(m)?.into()))
     }
 
     fn points_to_values(&self, points: &Vec<M>) -> Result<SnapshotValues, SamplerError> {
