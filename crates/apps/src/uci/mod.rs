@@ -16,6 +16,7 @@
 pub mod contour_stats;
 mod distributed;
 pub mod protocol;
+mod swap_variance;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

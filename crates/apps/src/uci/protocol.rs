@@ -58,6 +58,7 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::StepReport;
 
 use super::contour_stats::ContourStats;
+use super::swap_variance;
 use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 
@@ -141,9 +142,7 @@ impl UciRun {
         s.contour.bins = 1000;
         s.contour.u_min = Some(0.0);
         s.contour.theta_init = Some(ThetaInit::Uniform);
-        // Networks carry no injected noise: energies on one batch do not vary, so the toys'
-        // variance refresh would measure nothing.
-        s.replica.variance_period = 0;
+        // reSGLD's swap variance: 10 fresh minibatches every 100 steps (`swap_variance`).
         Self {
             sampler: s,
             chains: 1,
@@ -541,8 +540,8 @@ fn run_model<M, T>(
     posterior: T,
 ) -> Result<Option<UciResult>, AppError>
 where
-    M: Network<Input = Tensor<2>>,
-    T: Target<M, Batch = Batch<Tensor<2>>>,
+    M: Network<Input = Tensor<2>> + 'static,
+    T: Target<M, Batch = Batch<Tensor<2>>> + Send + 'static,
 {
     let Job {
         run,
@@ -585,10 +584,14 @@ where
     let ctx = BuildContext::steps(total).chains(placement.total());
     let layout = placement.layout().clone();
     let ens = ModuleEnsemble::new_part(posterior, models, run.seed, placement.here().start)?;
-    let mut sampler = run
-        .sampler
-        .spec(&ctx)?
-        .build_placed(ens, run.seed, placement)?;
+    let spec = swap_variance::settings(&run.sampler, ranks.is_distributed())?.spec(&ctx)?;
+    let mut sampler = if ranks.is_distributed() {
+        spec.build_placed(ens, run.seed, placement)?
+    } else {
+        let fresh =
+            swap_variance::fresh_batches(x_train.clone(), y_train.clone(), run.batch, run.seed);
+        spec.build_with_data(ens, run.seed, fresh, None)?
+    };
     let mut average = Average {
         x_test,
         x_train: x_train.clone(),
