@@ -84,6 +84,16 @@ fn values(m: &Mlp) -> Vec<f64> {
     all.0
 }
 
+/// The transfers of `steps` steps of `s` on `batch`, after one warm-up step.
+fn moved_in<S: Sampler>(s: &mut S, batch: &S::Batch, steps: u64) -> transfer::Transfers {
+    s.step(batch).unwrap();
+    let before = transfer::counts();
+    for _ in 0..steps {
+        s.step(batch).unwrap();
+    }
+    transfer::counts() - before
+}
+
 fn counts_per_step(choice: DeviceChoice, device: &Device) {
     let batch = Tensor::<2>::random([8, 6], Distribution::Normal(0.0, 1.0), device);
     for (name, source) in [
@@ -101,13 +111,8 @@ fn counts_per_step(choice: DeviceChoice, device: &Device) {
         }
         let ctx = BuildContext::steps(100).chains(2).min_energy(0.0);
         let mut s = settings(name).spec(&ctx).unwrap().build(ens, 5).unwrap();
-        s.step(&batch).unwrap();
-        let before = transfer::counts();
         let steps = 6;
-        for _ in 0..steps {
-            s.step(&batch).unwrap();
-        }
-        let per = transfer::counts() - before;
+        let per = moved_in(&mut s, &batch, steps);
         let what = format!("{choice} {name} {source:?}");
         println!("{what}: {per:?} in {steps} steps");
         assert_eq!(per.reads, steps, "{what}: one read per step");
@@ -139,12 +144,7 @@ fn vr_counts(choice: DeviceChoice, device: &Device) {
             Some(Box::new(move |i| (i < 2).then(|| b2.clone()))),
         )
         .unwrap();
-    s.step(&batch).unwrap();
-    let before = transfer::counts();
-    for _ in 0..4 {
-        s.step(&batch).unwrap();
-    }
-    let per = transfer::counts() - before;
+    let per = moved_in(&mut s, &batch, 4);
     println!("{choice} vr-resgld: {per:?} in 4 steps");
     assert_eq!(
         per,
@@ -243,12 +243,7 @@ fn cnn_counts(choice: DeviceChoice, device: &Device) {
         x: Tensor::<4>::random([8, 1, 28, 28], Distribution::Normal(0.0, 1.0), device),
         y: Targets::Class(Tensor::<1, Int>::from_data(labels.as_slice(), device)),
     };
-    s.step(&batch).unwrap();
-    let before = transfer::counts();
-    for _ in 0..3 {
-        s.step(&batch).unwrap();
-    }
-    let per = transfer::counts() - before;
+    let per = moved_in(&mut s, &batch, 3);
     println!("{choice} cnn sghmc: {per:?} in 3 steps");
     assert_eq!(
         per,

@@ -270,6 +270,14 @@ fn resnet_steps(a: &BenchArgs, device: &Device, figures: &mut Vec<Figure>) -> Re
     Ok(())
 }
 
+/// ResNet20 for one-channel images (the Fashion-MNIST preset's network) on `device`.
+fn grey_resnet20(device: &Device) -> Result<ResNet, AppError> {
+    ResNetConfig::resnet20(10)
+        .with_in_channels(1)
+        .init(device)
+        .map_err(|e| AppError::Run(e.to_string()))
+}
+
 /// The Langevin noise drawn on the device against drawn on the host and uploaded (one upload
 /// per parameter tensor per step), paired, on a ResNet20 SGHMC step at the Fashion-MNIST
 /// preset's shape (batch `batch`: lavapipe takes seconds per step at 128); and what one step
@@ -282,12 +290,7 @@ fn noise_rate(
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
     let images = image_batch(batch, 1, 28, device);
-    let grey = || {
-        ResNetConfig::resnet20(10)
-            .with_in_channels(1)
-            .init(device)
-            .map_err(|e| AppError::Run(e.to_string()))
-    };
+    let grey = || grey_resnet20(device);
     let mut on_device = resnet_sampler_with(grey()?, 60_000, NoiseSource::Device)?;
     let mut on_host = resnet_sampler_with(grey()?, 60_000, NoiseSource::Host)?;
     for (what, s) in [("device", &mut on_device), ("host", &mut on_host)] {
@@ -326,12 +329,7 @@ fn resnet_rate(
     ratios: &mut Vec<Figure>,
 ) -> Result<(), AppError> {
     let fashion = image_batch(128, 1, 28, device);
-    let grey = || {
-        ResNetConfig::resnet20(10)
-            .with_in_channels(1)
-            .init(device)
-            .map_err(|e| AppError::Run(e.to_string()))
-    };
+    let grey = || grey_resnet20(device);
     let mut fast = resnet_sampler(grey()?, 60_000)?;
     let mut reference = resnet_sampler(ReferenceResNet { net: grey()? }, 60_000)?;
     let mut fa: Step = Box::new(|| fast.step(&fashion).map(|_| ()).map_err(Into::into));

@@ -91,7 +91,7 @@ pub fn combine(acc: u64, next: u64) -> u64 {
 static DEVICE_RNG: Mutex<()> = Mutex::new(());
 
 /// `f()` right after seeding `device`'s generator with `seed`, under the process-wide lock of
-/// [`DEVICE_RNG`]: the draws `f` makes are a function of `seed` alone, whatever else in this
+/// `DEVICE_RNG`: the draws `f` makes are a function of `seed` alone, whatever else in this
 /// workspace draws on another thread. (A draw from burn's generator outside this lock, by other
 /// code on another thread, can still land between the seed and `f`'s draws.)
 pub fn with_device_seed<R>(device: &Device, seed: u64, f: impl FnOnce() -> R) -> R {
