@@ -4,7 +4,7 @@
 //! Host noise is the default on the CPU backends: it is the same stream the `f64` host path
 //! draws, which the tests use to check one path against the other, and a run's noise does not
 //! depend on anything else in the process. On an accelerator an upload per parameter tensor per
-//! step is a staging copy each (65 for a ResNet20 chain), so there the noise is drawn where the
+//! step is a staging copy each (59 for a ResNet20 chain), so there the noise is drawn where the
 //! parameters live: every draw seeds burn's device generator with the next 64 bits of the
 //! chain's stream ([`ChainRng::next_u64`]) under a process-wide lock
 //! ([`crate::rng::with_device_seed`]), so each chain's noise is a function of its own stream,
