@@ -195,21 +195,32 @@ fn device_noise_law(choice: DeviceChoice, device: &Device, steps: usize) {
     );
 }
 
-/// Two runs from one seed draw the same device noise: the chains end bit-equal.
+/// Two runs from one seed draw the same device noise: the chains end bit-equal; and a run
+/// restored from a checkpoint after 5 steps draws the same noise for the last 5 (the seeds of
+/// the device draws come from the chains' streams, which the checkpoint holds).
 fn device_noise_is_reproducible(choice: DeviceChoice, device: &Device) {
     let batch = Tensor::<2>::random([8, 6], Distribution::Normal(0.0, 1.0), device);
-    let run = || {
+    let sampler = || {
         let ens = chains(device, NoiseSource::Device);
         let ctx = BuildContext::steps(10).chains(2);
-        let mut s = settings("sgld").spec(&ctx).unwrap().build(ens, 9).unwrap();
-        for _ in 0..10 {
+        settings("sgld").spec(&ctx).unwrap().build(ens, 9).unwrap()
+    };
+    let run = |resume: bool| {
+        let mut s = sampler();
+        for k in 0..10 {
+            if resume && k == 5 {
+                let state = s.state().unwrap();
+                s = sampler();
+                s.restore(state).unwrap();
+            }
             s.step(&batch).unwrap();
         }
         s.ensemble().modules().map(values).collect::<Vec<_>>()
     };
-    let (a, b) = (run(), run());
+    let (a, b) = (run(false), run(false));
     assert_eq!(a, b, "{choice}: same seed, same noise");
     assert_ne!(a[0], a[1], "{choice}: the two chains differ");
+    assert_eq!(run(true), a, "{choice}: resumed from step 5");
 }
 
 /// The MNIST CNN (convolutions, pooling, the categorical likelihood, the built-in posterior):
