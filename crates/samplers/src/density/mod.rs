@@ -64,36 +64,35 @@ impl Energies {
     /// The values of several estimates' energies, in order: the device ones in one read
     /// (`Tensor::cat`) when there are several and they share a device, else one read each.
     pub fn read_all(parts: Vec<Energies>) -> Result<Vec<Vec<f64>>, TargetError> {
-        let tensors: Vec<&Tensor<1>> = parts
+        let devices: Vec<_> = parts
             .iter()
             .filter_map(|e| match e {
-                Self::Device(t) => Some(&**t),
+                Self::Device(t) => Some(t.device()),
                 Self::Host(_) => None,
             })
             .collect();
-        let one_device = tensors.windows(2).all(|w| w[0].device() == w[1].device());
-        if tensors.len() < 2 || !one_device {
+        if devices.len() < 2 || devices.windows(2).any(|w| w[0] != w[1]) {
             return parts.into_iter().map(Self::into_host).collect();
         }
-        let lens: Vec<usize> = parts.iter().map(Self::len).collect();
-        let mut host = Vec::with_capacity(parts.len());
-        let mut device = Vec::with_capacity(tensors.len());
-        for e in parts {
-            match e {
-                Self::Host(v) => host.push(Some(v)),
-                Self::Device(t) => {
-                    host.push(None);
-                    device.push(*t);
-                }
-            }
-        }
-        let values = crate::transfer::read_f64(Tensor::cat(device, 0))?;
-        let mut at = 0;
-        Ok(host
+        // Host values stay; each device part leaves its length and joins the one read.
+        let mut tensors = Vec::with_capacity(devices.len());
+        let slots: Vec<Result<Vec<f64>, usize>> = parts
             .into_iter()
-            .zip(lens)
-            .map(|(h, n)| {
-                h.unwrap_or_else(|| {
+            .map(|e| match e {
+                Self::Host(v) => Ok(v),
+                Self::Device(t) => {
+                    let n = t.dims()[0];
+                    tensors.push(*t);
+                    Err(n)
+                }
+            })
+            .collect();
+        let values = crate::transfer::read_f64(Tensor::cat(tensors, 0))?;
+        let mut at = 0;
+        Ok(slots
+            .into_iter()
+            .map(|slot| {
+                slot.unwrap_or_else(|n| {
                     at += n;
                     values[at - n..at].to_vec()
                 })
