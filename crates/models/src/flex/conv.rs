@@ -13,6 +13,11 @@
 //!
 //! (With many channels the im2col matrix is stored transposed, see [`super::im2col`].)
 //!
+//! Stride-1 convolutions with 4 or more input channels (all but two of ResNet20's) skip the
+//! im2col matrix: the same sums run over shifted views of the zero-padded images
+//! ([`super::shifted`]), by a register-blocked AVX-512 kernel where the CPU has one
+//! ([`super::direct`]).
+//!
 //! burn 0.22's default backward, which flex uses, computes the weight gradient as a convolution
 //! of the batch-transposed input with the output gradient as its kernel and the input gradient
 //! as a transposed convolution; both are several times slower and keep one core of two busy.
@@ -32,6 +37,7 @@ use rayon::prelude::*;
 use super::gemm::{View, matmul};
 use super::im2col::{Geometry, Scratch};
 use super::{FlexAd, f32_slice};
+use super::{direct, shifted};
 
 /// Images per parallel task: fixed, so that the order of the weight-gradient sums is too.
 const IMAGES_PER_TASK: usize = 4;
@@ -48,18 +54,24 @@ fn cols_view<'a>(g: &Geometry, cols: &'a [f32]) -> View<'a> {
 /// Forward: `y[b] = W cols(x[b])` for every image, in parallel over groups of images.
 pub(crate) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> Vec<f32> {
     let (k, l, o) = (g.patch(), g.pixels(), g.out_channels);
-    let wm = g.weight_matrix(w);
     let mut y = vec![0.0f32; g.batch * o * l];
-    y.par_chunks_mut(IMAGES_PER_TASK * o * l)
-        .zip(x.par_chunks(IMAGES_PER_TASK * g.image()))
-        .for_each(|(y, x)| {
-            Scratch::with(g, |s| {
-                for (n, (y, x)) in y.chunks_mut(o * l).zip(x.chunks(g.image())).enumerate() {
-                    s.im2col(g, x, n == 0);
-                    matmul(y, View::rows(&wm, o, k), cols_view(g, &s.cols), false);
-                }
-            })
-        });
+    let tasks = y
+        .par_chunks_mut(IMAGES_PER_TASK * o * l)
+        .zip(x.par_chunks(IMAGES_PER_TASK * g.image()));
+    if g.shifted() {
+        let wl = direct::weight_layout(w, o, g.channels);
+        tasks.for_each(|(y, x)| shifted::forward(g, x.len() / g.image(), x, &wl, y));
+        return y;
+    }
+    let wm = g.weight_matrix(w);
+    tasks.for_each(|(y, x)| {
+        Scratch::with(g, |s| {
+            for (n, (y, x)) in y.chunks_mut(o * l).zip(x.chunks(g.image())).enumerate() {
+                s.im2col(g, x, n == 0);
+                matmul(y, View::rows(&wm, o, k), cols_view(g, &s.cols), false);
+            }
+        })
+    });
     y
 }
 
@@ -74,7 +86,14 @@ pub(crate) fn backward(
     want_w: bool,
 ) -> (Option<Vec<f32>>, Option<Vec<f32>>) {
     let (k, l, o) = (g.patch(), g.pixels(), g.out_channels);
-    let wm = g.weight_matrix(w);
+    let shifted = g.shifted();
+    // Shifted views: the input gradient is the forward pass of the transposed convolution.
+    let (wm, transposed) = if shifted {
+        let t = want_x.then(|| (g.transposed(), g.flipped_weight(w)));
+        (Vec::new(), t)
+    } else {
+        (g.weight_matrix(w), None)
+    };
     let mut dx = vec![0.0f32; if want_x { g.batch * g.image() } else { 0 }];
     let groups = g.batch.div_ceil(IMAGES_PER_TASK);
     let mut dx_chunks: Vec<&mut [f32]> = if want_x {
@@ -89,6 +108,17 @@ pub(crate) fn backward(
             let mut dw = vec![0.0f32; if want_w { o * k } else { 0 }];
             let first = t * IMAGES_PER_TASK;
             let last = (first + IMAGES_PER_TASK).min(g.batch);
+            if shifted {
+                let (n, xs) = (last - first, &x[first * g.image()..last * g.image()]);
+                let dys = &dy[first * o * l..last * o * l];
+                if want_w {
+                    shifted::weight_grad(g, n, xs, dys, &mut dw);
+                }
+                if let Some((tg, wt)) = &transposed {
+                    shifted::forward(tg, n, dys, wt, dx);
+                }
+                return dw;
+            }
             Scratch::with(g, |s| {
                 for (n, b) in (first..last).enumerate() {
                     let xb = &x[b * g.image()..(b + 1) * g.image()];
@@ -119,7 +149,11 @@ pub(crate) fn backward(
                 *s += v;
             }
         }
-        g.weight_from_matrix(sum)
+        if shifted {
+            shifted::weight_from_taps(g, &sum)
+        } else {
+            g.weight_from_matrix(sum)
+        }
     });
     (want_x.then_some(dx), dw)
 }
@@ -255,6 +289,15 @@ mod tests {
             (3, 6, 9, 9, 2, [5, 5], [1, 1], [0, 0]),
             (2, 4, 6, 9, 2, [3, 2], [2, 1], [0, 1]),
             (1, 4, 2, 2, 1, [3, 3], [1, 1], [1, 1]),
+            // Shifted views (stride 1, 4 or more channels, padding below the kernel): several
+            // tasks of images, wide and tall kernels, 1x1, unequal padding, one output pixel.
+            (9, 4, 5, 6, 5, [3, 3], [1, 1], [1, 1]),
+            (3, 5, 8, 7, 6, [5, 3], [1, 1], [2, 1]),
+            (2, 4, 6, 5, 3, [2, 4], [1, 1], [1, 0]),
+            (4, 6, 3, 4, 7, [1, 1], [1, 1], [0, 0]),
+            (2, 4, 3, 3, 2, [3, 3], [1, 1], [0, 0]),
+            // Stride 1 with padding as large as the kernel: pixel-major im2col.
+            (2, 4, 4, 3, 2, [2, 2], [1, 1], [2, 2]),
         ] {
             let g = Geometry {
                 batch,
@@ -271,6 +314,8 @@ mod tests {
                     .map(|i| ((i * 7 + 3) % m) as f32 - (m / 2) as f32)
                     .collect()
             };
+            let shifted = channels >= 4 && stride == [1, 1] && padding[0] < kernel[0];
+            assert_eq!(g.shifted(), shifted && padding[1] < kernel[1], "{g:?} path");
             let x = int(batch * g.image(), 5);
             let w = int(out_channels * g.patch(), 3);
             let dy = int(batch * out_channels * g.pixels(), 4);

@@ -1,7 +1,8 @@
 //! Fast paths for training on burn-flex (`Device::flex().autodiff()`): convolution, batch
 //! normalisation and 2x2 max pooling as single tracked operations whose forward and backward run as our own
-//! kernels (per-image im2col matrix products and two-pass channel statistics, in parallel over
-//! rayon's pool), in place of burn 0.22's default backward passes, which flex inherits.
+//! kernels (matrix products over im2col matrices or shifted views of the padded images, and
+//! two-pass channel statistics, in parallel over rayon's pool), in place of burn 0.22's default
+//! backward passes, which flex inherits.
 //!
 //! [`crate::layers`] routes a layer here when its input and parameters live on
 //! `Autodiff<Flex>` in `f32` and the layer has a supported shape, and to burn's own module
@@ -11,9 +12,11 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod conv;
+mod direct;
 mod gemm;
 mod im2col;
 pub(crate) mod max_pool;
+mod shifted;
 
 use std::borrow::Cow;
 

@@ -1,0 +1,313 @@
+//! Stride-1 convolutions without an im2col matrix: one matrix product per kernel tap over a
+//! shifted view of the zero-padded images ("implicit GEMM").
+//!
+//! A group of `n` images `x: [n, C, H, W]` is padded to `xp: [C, n, Hp, Wp]` (`Hp = H + 2
+//! pad_h`, `Wp = W + 2 pad_w`: each channel one contiguous run over the group's images), and the
+//! output is computed on a grid of the same pitch: output pixel `(b, i, j)` sits at
+//! `r = b Hp Wp + i Wp + j`, and grid points outside the output (`j >= ow`, `i >= oh`) are scratch
+//! that the result drops. With stride 1, tap `(p, q)` of output `r` reads `xp[c, r + p Wp + q]`,
+//! so its im2col block is the plain strided view `X_pq[c, r] = xp[c n Hp Wp + p Wp + q + r]`, one
+//! element apart along `r`, which the product reads in place (no copy, and no repacking by the
+//! `gemm` crate, whose kernels want exactly this unit stride along the output):
+//!
+//! * forward: `Y' = sum_(p,q) W_pq X_pq` (`W_pq = w[:, :, p, q]: [O, C]`), then
+//!   `y[b, o, i, j] = Y'[o, r]`;
+//! * weight gradient: `dw[:, :, p, q] = sum_r dY'[:, r] X_pq[:, r]^T`, with `dY'` the output
+//!   gradient on the grid (zero at the dropped points);
+//! * input gradient: a stride-1 convolution of `dy` (padded by `kh - 1 - pad_h`,
+//!   `kw - 1 - pad_w`) with the flipped, transposed weight `w'[c, o, p, q] = w[o, c, kh - 1 - p,
+//!   kw - 1 - q]`: the forward above on [`Geometry::transposed`].
+//!
+//! The same products and sums as the im2col path ([`super::im2col`]) in another order; gone
+//! are the im2col copy of every image (twice per step: forward and weight gradient), the
+//! col2im scatter and the `gemm` crate's transposing repack of the im2col matrix.
+
+use std::cell::RefCell;
+
+use super::direct;
+use super::gemm::{View, matmul};
+use super::im2col::Geometry;
+
+/// The grid's length is rounded up to this many points (one AVX-512 register of `f32`), so
+/// that the `gemm` crate takes every block of it in place.
+const ALIGN: usize = 16;
+
+impl Geometry {
+    /// Whether the convolution runs on shifted views: stride 1, padding smaller than the kernel
+    /// (so the input gradient is a convolution with non-negative padding), and enough channels
+    /// (`C >= 4`) for products with `C` terms to be worth it.
+    pub(crate) fn shifted(&self) -> bool {
+        self.pixel_major()
+            && self.stride == [1, 1]
+            && self.padding[0] < self.kernel[0]
+            && self.padding[1] < self.kernel[1]
+    }
+
+    /// The convolution whose forward pass is this one's input gradient: `dy` in, `dx` out.
+    pub(crate) fn transposed(&self) -> Geometry {
+        let [oh, ow] = self.out_hw();
+        let [kh, kw] = self.kernel;
+        Geometry {
+            batch: self.batch,
+            channels: self.out_channels,
+            height: oh,
+            width: ow,
+            out_channels: self.channels,
+            kernel: self.kernel,
+            stride: [1, 1],
+            padding: [kh - 1 - self.padding[0], kw - 1 - self.padding[1]],
+        }
+    }
+
+    /// The weight of [`transposed`](Self::transposed), `w'[c, o, p, q] = w[o, c, kh - 1 - p,
+    /// kw - 1 - q]`, in the product's `[O, kh kw, C]` layout ([`direct::weight_layout`] of `w'`).
+    pub(crate) fn flipped_weight(&self, w: &[f32]) -> Vec<f32> {
+        let (c, o, taps) = (
+            self.channels,
+            self.out_channels,
+            self.kernel[0] * self.kernel[1],
+        );
+        let mut out = vec![0.0f32; w.len()];
+        for oc in 0..o {
+            for t in 0..taps {
+                for ci in 0..c {
+                    // Flipping both kernel axes reverses the tap order.
+                    out[(oc * taps + t) * c + ci] = w[(oc * c + ci) * taps + taps - 1 - t];
+                }
+            }
+        }
+        out
+    }
+
+    /// The tap offsets `p Wp + q` in the padded image, `(p, q)` row-major.
+    fn tap_offsets(&self) -> Vec<usize> {
+        let ([kh, kw], [_, wp]) = (self.kernel, self.padded_hw());
+        (0..kh)
+            .flat_map(|p| (0..kw).map(move |q| p * wp + q))
+            .collect()
+    }
+
+    /// `[Hp, Wp]`: one padded image.
+    fn padded_hw(&self) -> [usize; 2] {
+        [
+            self.height + 2 * self.padding[0],
+            self.width + 2 * self.padding[1],
+        ]
+    }
+
+    /// Points of the output grid of `n` images: up to the last output pixel, rounded up to
+    /// [`ALIGN`].
+    fn grid(&self, n: usize) -> usize {
+        let ([oh, ow], [hp, wp]) = (self.out_hw(), self.padded_hw());
+        ((n - 1) * hp * wp + (oh - 1) * wp + ow).next_multiple_of(ALIGN)
+    }
+}
+
+/// Per-thread buffers, kept between calls so that each step reuses memory.
+#[derive(Default)]
+struct Buffers {
+    /// Padded images `[C, n, Hp, Wp]` (plus [`ALIGN`] points of slack).
+    xp: Vec<f32>,
+    /// A product on the grid, `[O, grid]`.
+    grid: Vec<f32>,
+    /// The output gradient on the grid, transposed: `[grid, O]`.
+    dy_grid: Vec<f32>,
+}
+
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
+}
+
+/// The first `n` elements of `v`, grown if needed (contents unspecified).
+fn grown(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
+    &mut v[..n]
+}
+
+/// `x: [n, C, H, W]` into `xp: [C, n, Hp, Wp]` with zero borders.
+fn pad(g: &Geometry, n: usize, x: &[f32], xp: &mut [f32]) {
+    let ([hp, wp], [ph, pw], c) = (g.padded_hw(), g.padding, g.channels);
+    xp.fill(0.0);
+    let plane = g.height * g.width;
+    for (b, image) in x.chunks(c * plane).take(n).enumerate() {
+        for (ch, src) in image.chunks(plane).enumerate() {
+            let dst = &mut xp[(ch * n + b) * hp * wp..];
+            for (y, src) in src.chunks(g.width).enumerate() {
+                dst[(y + ph) * wp + pw..][..g.width].copy_from_slice(src);
+            }
+        }
+    }
+}
+
+/// The view `X_pq: [C, grid]` of the padded images.
+fn tap<'a>(g: &Geometry, n: usize, xp: &'a [f32], p: usize, q: usize) -> View<'a> {
+    let ([hp, wp], m) = (g.padded_hw(), g.grid(n));
+    View {
+        data: &xp[p * wp + q..],
+        rows: g.channels,
+        cols: m,
+        row_stride: n * hp * wp,
+        col_stride: 1,
+    }
+}
+
+/// Forward of a group of `n` images: `y: [n, O, oh, ow]` of `x: [n, C, H, W]`, `weight` the
+/// weight in the product's `[C, kh kw, O]` layout ([`direct::weight_layout`]).
+pub(crate) fn forward(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]) {
+    forward_with(g, n, x, weight, y, true)
+}
+
+/// [`forward`], by the register-blocked kernel if `direct` and the CPU has AVX-512F, else by
+/// tap-by-tap matrix products.
+fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32], direct: bool) {
+    let ([hp, wp], [oh, ow]) = (g.padded_hw(), g.out_hw());
+    let (c, o, m) = (g.channels, g.out_channels, g.grid(n));
+    BUFFERS.with(|buffers| {
+        let buffers = &mut *buffers.borrow_mut();
+        let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
+        pad(g, n, x, xp);
+        let grid = grown(&mut buffers.grid, o * m);
+        let taps = g.tap_offsets();
+        let product = direct::Product {
+            xp,
+            channel_stride: n * hp * wp,
+            channels: c,
+            taps: &taps,
+            weight,
+            out_channels: o,
+            grid: m,
+        };
+        if !(direct && direct::product(&product, grid)) {
+            // No AVX-512: tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout.
+            let kw = g.kernel[1];
+            for t in 0..taps.len() {
+                let w_pq = View {
+                    data: &weight[t * o..],
+                    rows: o,
+                    cols: c,
+                    row_stride: 1,
+                    col_stride: taps.len() * o,
+                };
+                matmul(grid, w_pq, tap(g, n, xp, t / kw, t % kw), t > 0);
+            }
+        }
+        for (b, y) in y.chunks_mut(o * oh * ow).take(n).enumerate() {
+            for (oc, y) in y.chunks_mut(oh * ow).enumerate() {
+                let src = &grid[oc * m + b * hp * wp..];
+                for (i, y) in y.chunks_mut(ow).enumerate() {
+                    y.copy_from_slice(&src[i * wp..][..ow]);
+                }
+            }
+        }
+    })
+}
+
+/// The weight gradient of a group of `n` images, tap by tap: `dw: [kh kw, C, O]` (overwritten),
+/// `dw[(p, q), c, o] = sum_r X_pq[c, r] dY'[o, r]`.
+pub(crate) fn weight_grad(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32]) {
+    let ([hp, wp], [oh, ow], [kh, kw]) = (g.padded_hw(), g.out_hw(), g.kernel);
+    let (c, o, m) = (g.channels, g.out_channels, g.grid(n));
+    BUFFERS.with(|buffers| {
+        let buffers = &mut *buffers.borrow_mut();
+        let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
+        pad(g, n, x, xp);
+        let dy_grid = grown(&mut buffers.dy_grid, m * o);
+        dy_grid.fill(0.0);
+        for (b, dy) in dy.chunks(o * oh * ow).take(n).enumerate() {
+            for (oc, dy) in dy.chunks(oh * ow).enumerate() {
+                for (i, dy) in dy.chunks(ow).enumerate() {
+                    let r = b * hp * wp + i * wp;
+                    for (j, &v) in dy.iter().enumerate() {
+                        dy_grid[(r + j) * o + oc] = v;
+                    }
+                }
+            }
+        }
+        let dy_view = View::rows(dy_grid, m, o);
+        for (t, dw) in dw.chunks_mut(c * o).take(kh * kw).enumerate() {
+            matmul(dw, tap(g, n, xp, t / kw, t % kw), dy_view, false);
+        }
+    })
+}
+
+/// `[kh kw, C, O]` tap-major weight gradients (as [`weight_grad`] gives them) to `[O, C, kh,
+/// kw]`.
+pub(crate) fn weight_from_taps(g: &Geometry, taps: &[f32]) -> Vec<f32> {
+    let (c, o, k) = (g.channels, g.out_channels, g.kernel[0] * g.kernel[1]);
+    let mut out = vec![0.0f32; taps.len()];
+    for (t, block) in taps.chunks(c * o).enumerate() {
+        for (ci, row) in block.chunks(o).enumerate() {
+            for (oc, &v) in row.iter().enumerate() {
+                out[(oc * c + ci) * k + t] = v;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both products (the AVX-512 kernel, where the CPU has it, and the tap-by-tap matrix
+    /// products every CPU can fall back to) against the direct sums, exactly: small integers
+    /// make every product and partial sum exact in `f32`, whatever the order.
+    #[test]
+    fn both_products_match_the_direct_sums_exactly() {
+        for (n, c, h, w, o, kernel, padding) in [
+            (3, 5, 6, 7, 11, [3, 3], [1, 1]),
+            (2, 4, 5, 4, 8, [3, 2], [2, 0]),
+            (1, 6, 3, 3, 17, [1, 1], [0, 0]),
+        ] {
+            let g = Geometry {
+                batch: n,
+                channels: c,
+                height: h,
+                width: w,
+                out_channels: o,
+                kernel,
+                stride: [1, 1],
+                padding,
+            };
+            let [oh, ow] = g.out_hw();
+            let [kh, kw] = kernel;
+            let x: Vec<f32> = (0..n * c * h * w).map(|i| (i % 7) as f32 - 3.0).collect();
+            let wt: Vec<f32> = (0..o * c * kh * kw).map(|i| (i % 5) as f32 - 2.0).collect();
+            let mut want = vec![0.0f32; n * o * oh * ow];
+            for b in 0..n {
+                for oc in 0..o {
+                    for i in 0..oh {
+                        for j in 0..ow {
+                            let mut sum = 0.0;
+                            for ci in 0..c {
+                                for p in 0..kh {
+                                    for q in 0..kw {
+                                        let (r, s) = (i + p, j + q);
+                                        let (Some(r), Some(s)) =
+                                            (r.checked_sub(padding[0]), s.checked_sub(padding[1]))
+                                        else {
+                                            continue;
+                                        };
+                                        if r < h && s < w {
+                                            sum += x[((b * c + ci) * h + r) * w + s]
+                                                * wt[((oc * c + ci) * kh + p) * kw + q];
+                                        }
+                                    }
+                                }
+                            }
+                            want[((b * o + oc) * oh + i) * ow + j] = sum;
+                        }
+                    }
+                }
+            }
+            let layout = direct::weight_layout(&wt, o, c);
+            for use_direct in [true, false] {
+                let mut y = vec![f32::NAN; want.len()];
+                forward_with(&g, n, &x, &layout, &mut y, use_direct);
+                assert_eq!(y, want, "{g:?}, direct kernel {use_direct}");
+            }
+        }
+    }
+}
