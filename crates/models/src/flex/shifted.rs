@@ -174,16 +174,14 @@ fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]
         pad(g, n, x, xp);
         let grid = grown(&mut buffers.grid, o * m);
         let taps = g.tap_offsets();
-        let product = direct::Product {
+        let views = direct::Views {
             xp,
             channel_stride: n * hp * wp,
             channels: c,
             taps: &taps,
-            weight,
-            out_channels: o,
             grid: m,
         };
-        if !(direct && direct::product(&product, grid)) {
+        if !(direct && direct::product(&views, weight, o, grid)) {
             // No AVX-512: tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout.
             let kw = g.kernel[1];
             for t in 0..taps.len() {
@@ -211,6 +209,12 @@ fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]
 /// The weight gradient of a group of `n` images, tap by tap: `dw: [kh kw, C, O]` (overwritten),
 /// `dw[(p, q), c, o] = sum_r X_pq[c, r] dY'[o, r]`.
 pub(crate) fn weight_grad(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32]) {
+    weight_grad_with(g, n, x, dy, dw, true)
+}
+
+/// [`weight_grad`], by the AVX-512 kernel if `direct` and the CPU has it, else by one matrix
+/// product per tap.
+fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32], direct: bool) {
     let ([hp, wp], [oh, ow], [kh, kw]) = (g.padded_hw(), g.out_hw(), g.kernel);
     let (c, o, m) = (g.channels, g.out_channels, g.grid(n));
     BUFFERS.with(|buffers| {
@@ -219,15 +223,37 @@ pub(crate) fn weight_grad(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mu
         pad(g, n, x, xp);
         let dy_grid = grown(&mut buffers.dy_grid, m * o);
         dy_grid.fill(0.0);
+        // The output gradient on the grid: rows `[O, grid]` for the kernel, `[grid, O]` for
+        // the matrix products (whose kernels want unit stride along `O` there).
+        let kernel = direct && direct::available();
         for (b, dy) in dy.chunks(o * oh * ow).take(n).enumerate() {
             for (oc, dy) in dy.chunks(oh * ow).enumerate() {
                 for (i, dy) in dy.chunks(ow).enumerate() {
                     let r = b * hp * wp + i * wp;
-                    for (j, &v) in dy.iter().enumerate() {
-                        dy_grid[(r + j) * o + oc] = v;
+                    if kernel {
+                        dy_grid[oc * m + r..][..ow].copy_from_slice(dy);
+                    } else {
+                        for (j, &v) in dy.iter().enumerate() {
+                            dy_grid[(r + j) * o + oc] = v;
+                        }
                     }
                 }
             }
+        }
+        if kernel {
+            let taps = g.tap_offsets();
+            let views = direct::Views {
+                xp,
+                channel_stride: n * hp * wp,
+                channels: c,
+                taps: &taps,
+                grid: m,
+            };
+            assert!(
+                direct::weight_grad(&views, dy_grid, o, dw),
+                "AVX-512F detected"
+            );
+            return;
         }
         let dy_view = View::rows(dy_grid, m, o);
         for (t, dw) in dw.chunks_mut(c * o).take(kh * kw).enumerate() {
@@ -255,11 +281,12 @@ pub(crate) fn weight_from_taps(g: &Geometry, taps: &[f32]) -> Vec<f32> {
 mod tests {
     use super::*;
 
-    /// Both products (the AVX-512 kernel, where the CPU has it, and the tap-by-tap matrix
-    /// products every CPU can fall back to) against the direct sums, exactly: small integers
-    /// make every product and partial sum exact in `f32`, whatever the order.
+    /// Both ways of the forward product and the weight gradient (the AVX-512 kernels, where the
+    /// CPU has them, and the tap-by-tap matrix products every CPU can fall back to) against the
+    /// direct sums, exactly: small integers make every product and partial sum exact in `f32`,
+    /// whatever the order.
     #[test]
-    fn both_products_match_the_direct_sums_exactly() {
+    fn both_ways_match_the_direct_sums_exactly() {
         for (n, c, h, w, o, kernel, padding) in [
             (3, 5, 6, 7, 11, [3, 3], [1, 1]),
             (2, 4, 5, 4, 8, [3, 2], [2, 0]),
@@ -306,11 +333,45 @@ mod tests {
                     }
                 }
             }
+            // The weight gradient for an output gradient `dy`, tap-major `[taps, C, O]`.
+            let dy: Vec<f32> = (0..want.len()).map(|i| (i % 3) as f32 - 1.0).collect();
+            let mut want_dw = vec![0.0f32; wt.len()];
+            for b in 0..n {
+                for oc in 0..o {
+                    for i in 0..oh {
+                        for j in 0..ow {
+                            let d = dy[((b * o + oc) * oh + i) * ow + j];
+                            for ci in 0..c {
+                                for p in 0..kh {
+                                    for q in 0..kw {
+                                        let (Some(r), Some(s)) = (
+                                            (i + p).checked_sub(padding[0]),
+                                            (j + q).checked_sub(padding[1]),
+                                        ) else {
+                                            continue;
+                                        };
+                                        if r < h && s < w {
+                                            want_dw[((p * kw + q) * c + ci) * o + oc] +=
+                                                d * x[((b * c + ci) * h + r) * w + s];
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             let layout = direct::weight_layout(&wt, o, c);
             for use_direct in [true, false] {
                 let mut y = vec![f32::NAN; want.len()];
                 forward_with(&g, n, &x, &layout, &mut y, use_direct);
                 assert_eq!(y, want, "{g:?}, direct kernel {use_direct}");
+                let mut dw = vec![f32::NAN; wt.len()];
+                weight_grad_with(&g, n, &x, &dy, &mut dw, use_direct);
+                assert_eq!(
+                    dw, want_dw,
+                    "{g:?} weight gradient, direct kernel {use_direct}"
+                );
             }
         }
     }
