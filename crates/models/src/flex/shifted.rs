@@ -83,6 +83,18 @@ impl Geometry {
         out
     }
 
+    /// The kernels' views of `n` padded images `xp` ([`pad`]) at the tap offsets `taps`.
+    fn views<'a>(&self, n: usize, xp: &'a [f32], taps: &'a [usize]) -> direct::Views<'a> {
+        let [hp, wp] = self.padded_hw();
+        direct::Views {
+            xp,
+            channel_stride: n * hp * wp,
+            channels: self.channels,
+            taps,
+            grid: self.grid(n),
+        }
+    }
+
     /// The tap offsets `p Wp + q` in the padded image, `(p, q)` row-major.
     fn tap_offsets(&self) -> Vec<usize> {
         let ([kh, kw], [_, wp]) = (self.kernel, self.padded_hw());
@@ -174,14 +186,7 @@ fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]
         pad(g, n, x, xp);
         let grid = grown(&mut buffers.grid, o * m);
         let taps = g.tap_offsets();
-        let views = direct::Views {
-            xp,
-            channel_stride: n * hp * wp,
-            channels: c,
-            taps: &taps,
-            grid: m,
-        };
-        if !(direct && direct::product(&views, weight, o, grid)) {
+        if !(direct && direct::product(&g.views(n, xp, &taps), weight, o, grid)) {
             // No AVX-512: tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout.
             let kw = g.kernel[1];
             for t in 0..taps.len() {
@@ -242,13 +247,7 @@ fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32
         }
         if kernel {
             let taps = g.tap_offsets();
-            let views = direct::Views {
-                xp,
-                channel_stride: n * hp * wp,
-                channels: c,
-                taps: &taps,
-                grid: m,
-            };
+            let views = g.views(n, xp, &taps);
             assert!(
                 direct::weight_grad(&views, dy_grid, o, dw),
                 "AVX-512F detected"
