@@ -10,8 +10,8 @@
 //!   L1-sized chunks, summed across the lanes at the end; `dY'` is read in its natural
 //!   `[O, grid]` rows (no transposition).
 //!
-//! Both use AVX-512F intrinsics, taken when the CPU has them (checked at run time; the
-//! functions return `false` otherwise and the caller falls back to tap-by-tap matrix products).
+//! Both use AVX-512F intrinsics: callers take them when [`available`] says the CPU has them
+//! (checked at run time) and fall back to tap-by-tap matrix products otherwise.
 //! Their summation orders are fixed, so results do not depend on the thread count. Pointer
 //! offsets are `wrapping_add`s (in bounds by the callers' asserts), which keeps the debug
 //! builds' precondition checks out of the inner loops.
@@ -70,45 +70,39 @@ pub(crate) fn weight_layout(w: &[f32], out_channels: usize, channels: usize) -> 
 }
 
 /// `out: [O, grid]` (row-major) = the product of `weight` (laid out `[C, taps, O]`, see
-/// [`weight_layout`]) with the views, if this CPU has AVX-512F (`false`, and `out` untouched,
-/// otherwise).
+/// [`weight_layout`]) with the views.
 ///
 /// # Panics
-/// If `grid` is not a multiple of 16 or an operand is too short.
-pub(crate) fn product(v: &Views, weight: &[f32], out_channels: usize, out: &mut [f32]) -> bool {
+/// If the CPU lacks AVX-512F (see [`available`]), `grid` is not a multiple of 16 or an operand
+/// is too short.
+pub(crate) fn product(v: &Views, weight: &[f32], out_channels: usize, out: &mut [f32]) {
     v.check();
     assert!(weight.len() >= v.channels * v.taps.len() * out_channels);
     assert!(out.len() >= out_channels * v.grid);
-    if !available() {
-        return false;
-    }
+    assert!(available(), "the direct kernels need AVX-512F");
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the CPU has AVX-512F; the operands are as long as asserted above.
     unsafe {
         avx512::tiles(v, weight, out_channels, out.as_mut_ptr())
     };
-    true
 }
 
 /// `dw: [taps, C, O]` (overwritten) = `sum_r dy[o, r] xp[c, r + off_t]` for `dy: [O, grid]`
-/// (zero at the grid's dropped points), if this CPU has AVX-512F (`false`, and `dw` untouched,
-/// otherwise).
+/// (zero at the grid's dropped points).
 ///
 /// # Panics
-/// If `grid` is not a multiple of 16 or an operand is too short.
-pub(crate) fn weight_grad(v: &Views, dy: &[f32], out_channels: usize, dw: &mut [f32]) -> bool {
+/// If the CPU lacks AVX-512F (see [`available`]), `grid` is not a multiple of 16 or an operand
+/// is too short.
+pub(crate) fn weight_grad(v: &Views, dy: &[f32], out_channels: usize, dw: &mut [f32]) {
     v.check();
     assert!(dy.len() >= out_channels * v.grid);
     assert!(dw.len() >= v.taps.len() * v.channels * out_channels);
-    if !available() {
-        return false;
-    }
+    assert!(available(), "the direct kernels need AVX-512F");
     #[cfg(target_arch = "x86_64")]
     // SAFETY: the CPU has AVX-512F; the operands are as long as asserted above.
     unsafe {
         avx512::weight_tiles(v, dy, out_channels, dw)
     };
-    true
 }
 
 #[cfg(target_arch = "x86_64")]

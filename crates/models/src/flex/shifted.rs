@@ -1,5 +1,6 @@
-//! Stride-1 convolutions without an im2col matrix: one matrix product per kernel tap over a
-//! shifted view of the zero-padded images ("implicit GEMM").
+//! Stride-1 convolutions without an im2col matrix: sums over shifted views of the zero-padded
+//! images ("implicit GEMM"), by the register-blocked AVX-512 kernels of [`super::direct`]
+//! where the CPU has them and by one matrix product per kernel tap otherwise.
 //!
 //! A group of `n` images `x: [n, C, H, W]` is padded to `xp: [C, n, Hp, Wp]` (`Hp = H + 2
 //! pad_h`, `Wp = W + 2 pad_w`: each channel one contiguous run over the group's images), and the
@@ -126,7 +127,8 @@ struct Buffers {
     xp: Vec<f32>,
     /// A product on the grid, `[O, grid]`.
     grid: Vec<f32>,
-    /// The output gradient on the grid, transposed: `[grid, O]`.
+    /// The output gradient on the grid: `[O, grid]` for the direct kernel, `[grid, O]` for
+    /// the matrix products.
     dy_grid: Vec<f32>,
 }
 
@@ -186,8 +188,10 @@ fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]
         pad(g, n, x, xp);
         let grid = grown(&mut buffers.grid, o * m);
         let taps = g.tap_offsets();
-        if !(direct && direct::product(&g.views(n, xp, &taps), weight, o, grid)) {
-            // No AVX-512: tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout.
+        if direct && direct::available() {
+            direct::product(&g.views(n, xp, &taps), weight, o, grid);
+        } else {
+            // Tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout.
             let kw = g.kernel[1];
             for t in 0..taps.len() {
                 let w_pq = View {
@@ -247,11 +251,7 @@ fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32
         }
         if kernel {
             let taps = g.tap_offsets();
-            let views = g.views(n, xp, &taps);
-            assert!(
-                direct::weight_grad(&views, dy_grid, o, dw),
-                "AVX-512F detected"
-            );
+            direct::weight_grad(&g.views(n, xp, &taps), dy_grid, o, dw);
             return;
         }
         let dy_view = View::rows(dy_grid, m, o);
