@@ -9,6 +9,7 @@ use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
 use burn::nn::pool::MaxPool2d;
 use burn::tensor::Tensor;
+use burn::tensor::activation;
 
 /// `conv.forward(x)`; on `Autodiff<Flex>` with groups 1, dilation 1 and symmetric padding, as
 /// one operation with an im2col-GEMM backward.
@@ -77,27 +78,59 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
     pool.forward(x)
 }
 
-/// `bn.forward(x)`; in training mode on `Autodiff<Flex>`, as one operation with a two-pass
-/// forward and backward, and the same running-statistics update as burn's.
+/// `bn.forward(x)`; in training mode on `Autodiff<Flex>`, as one operation with two passes
+/// forward and two backward, and the same running-statistics update as burn's.
 pub fn batch_norm<const D: usize>(bn: &BatchNorm, x: Tensor<D>) -> Tensor<D> {
     #[cfg(feature = "flex")]
-    if x.device().is_autodiff()
-        && bn.training.is_enabled()
-        && let Some(y) = flex_batch_norm(bn, &x)
-    {
+    if let Some(y) = flex_batch_norm(bn, &x, None, false) {
         return y;
     }
     bn.forward(x)
 }
 
+/// `relu(bn.forward(x) + residual)` (without the residual when it is `None`); in training
+/// mode on `Autodiff<Flex>` as one operation with the passes of [`batch_norm`], the sum and the
+/// ReLU applied as the output is written (and the ReLU's mask as the gradient is read).
+pub fn batch_norm_relu<const D: usize>(
+    bn: &BatchNorm,
+    x: Tensor<D>,
+    residual: Option<Tensor<D>>,
+) -> Tensor<D> {
+    #[cfg(feature = "flex")]
+    if let Some(y) = flex_batch_norm(bn, &x, residual.as_ref(), true) {
+        return y;
+    }
+    let y = bn.forward(x);
+    activation::relu(match residual {
+        Some(r) => y + r,
+        None => y,
+    })
+}
+
+/// The fast path of [`batch_norm`] and [`batch_norm_relu`], when `x` (and the residual, of
+/// `x`'s shape) live on `Autodiff<Flex>` in `f32` and `bn` is in training mode.
 #[cfg(feature = "flex")]
-fn flex_batch_norm<const D: usize>(bn: &BatchNorm, x: &Tensor<D>) -> Option<Tensor<D>> {
+fn flex_batch_norm<const D: usize>(
+    bn: &BatchNorm,
+    x: &Tensor<D>,
+    residual: Option<&Tensor<D>>,
+    relu: bool,
+) -> Option<Tensor<D>> {
     use burn::tensor::TensorData;
     use sgmcmc_samplers::transfer;
+    if !x.device().is_autodiff() || !bn.training.is_enabled() {
+        return None;
+    }
+    let residual = match residual {
+        Some(r) if r.dims() == x.dims() => Some(crate::flex::flex_ad(r)?),
+        Some(_) => return None,
+        None => None,
+    };
     let xp = crate::flex::flex_ad(x)?;
     let gamma = crate::flex::flex_ad(&bn.gamma.val())?;
     let beta = crate::flex::flex_ad(&bn.beta.val())?;
-    let (y, mean, var) = crate::flex::batch_norm::batch_norm_train(xp, gamma, beta, bn.epsilon);
+    let (y, mean, var) =
+        crate::flex::batch_norm_op::batch_norm_train(xp, (gamma, beta), bn.epsilon, residual, relu);
     let device = x.device();
     let c = mean.len();
     let m = bn.momentum;
@@ -226,6 +259,9 @@ mod tests {
         }
     }
 
+    /// [`batch_norm`] and [`batch_norm_relu`] (with and without the residual) against burn's
+    /// `BatchNorm` and ReLU: outputs, the gradients of `x`, `gamma`, `beta` and the residual,
+    /// and the running statistics, over two steps.
     #[test]
     fn batch_norm_matches_burn_batch_norm_its_gradients_and_running_statistics() {
         for base in devices() {
@@ -239,40 +275,60 @@ mod tests {
                 bn.beta = Param::from_tensor(beta.clone());
                 bn
             };
-            let (fast, reference) = (make(), make());
             // A mean far from zero and a spread of 2 per channel.
             let x = (normal([4, c, 5, 7], &device) * 2.0 + 3.0)
                 .detach()
                 .require_grad();
-            let r = normal([4, c, 5, 7], &device);
-            for step in 0..2 {
-                let got = batch_norm(&fast, x.clone());
-                let want = reference.forward(x.clone());
-                let what = format!("{base:?} step {step}");
-                assert!(rel_err(got.clone(), want.clone()) < TOL, "{what} output");
-                let (g1, g2) = (
-                    (got * r.clone()).sum().backward(),
-                    (want * r.clone()).sum().backward(),
-                );
-                assert!(
-                    rel_err(x.grad(&g1).unwrap(), x.grad(&g2).unwrap()) < TOL,
-                    "{what} dx"
-                );
-                for (p, q) in [
-                    (&fast.gamma, &reference.gamma),
-                    (&fast.beta, &reference.beta),
-                ] {
-                    let (a, b) = (p.val().grad(&g1).unwrap(), q.val().grad(&g2).unwrap());
-                    assert!(rel_err(a, b) < TOL, "{what} dgamma/dbeta");
-                }
-                for (a, b) in [
-                    (&fast.running_mean, &reference.running_mean),
-                    (&fast.running_var, &reference.running_var),
-                ] {
-                    assert!(
-                        rel_err(a.value_sync(), b.value_sync()) < TOL,
-                        "{what} running"
+            let (r, res) = (normal([4, c, 5, 7], &device), normal([4, c, 5, 7], &device));
+            let res = res.detach().require_grad();
+            for (relu, residual) in [(false, false), (true, false), (true, true)] {
+                let (fast, reference) = (make(), make());
+                let residual = residual.then(|| res.clone());
+                for step in 0..2 {
+                    let got = if relu {
+                        batch_norm_relu(&fast, x.clone(), residual.clone())
+                    } else {
+                        batch_norm(&fast, x.clone())
+                    };
+                    let want = reference.forward(x.clone());
+                    let want = match (&residual, relu) {
+                        (Some(res), _) => activation::relu(want + res.clone()),
+                        (None, true) => activation::relu(want),
+                        (None, false) => want,
+                    };
+                    let what = format!("{base:?} relu {relu} residual {residual:?} step {step}");
+                    assert!(rel_err(got.clone(), want.clone()) < TOL, "{what} output");
+                    let (g1, g2) = (
+                        (got * r.clone()).sum().backward(),
+                        (want * r.clone()).sum().backward(),
                     );
+                    let flat = |t: Tensor<4>| t.reshape([-1]);
+                    let mut pairs = vec![
+                        (flat(x.grad(&g1).unwrap()), flat(x.grad(&g2).unwrap())),
+                        (
+                            fast.gamma.val().grad(&g1).unwrap(),
+                            reference.gamma.val().grad(&g2).unwrap(),
+                        ),
+                        (
+                            fast.beta.val().grad(&g1).unwrap(),
+                            reference.beta.val().grad(&g2).unwrap(),
+                        ),
+                    ];
+                    if let Some(res) = &residual {
+                        pairs.push((flat(res.grad(&g1).unwrap()), flat(res.grad(&g2).unwrap())));
+                    }
+                    for (i, (a, b)) in pairs.into_iter().enumerate() {
+                        assert!(rel_err(a, b) < TOL, "{what} gradient {i}");
+                    }
+                    for (a, b) in [
+                        (&fast.running_mean, &reference.running_mean),
+                        (&fast.running_var, &reference.running_var),
+                    ] {
+                        assert!(
+                            rel_err(a.value_sync(), b.value_sync()) < TOL,
+                            "{what} running"
+                        );
+                    }
                 }
             }
         }

@@ -36,7 +36,7 @@ use burn::tensor::ops::PadMode;
 use burn::tensor::{Device, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
-use crate::layers::{batch_norm, conv2d};
+use crate::layers::{batch_norm_relu, conv2d};
 use crate::network::Network;
 
 /// Channels of the three stages at width 1.
@@ -231,9 +231,8 @@ impl BasicBlock {
 
     /// `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`, through [`crate::layers`].
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let h = activation::relu(batch_norm(&self.bn1, conv2d(&self.conv1, x.clone())));
-        let h = batch_norm(&self.bn2, conv2d(&self.conv2, h));
-        activation::relu(h + self.shortcut(x))
+        let h = batch_norm_relu(&self.bn1, conv2d(&self.conv1, x.clone()), None);
+        batch_norm_relu(&self.bn2, conv2d(&self.conv2, h), Some(self.shortcut(x)))
     }
 }
 
@@ -272,7 +271,7 @@ impl Network for ResNet {
     type Input = Tensor<4>;
 
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let h = activation::relu(batch_norm(&self.bn, conv2d(&self.conv, x)));
+        let h = batch_norm_relu(&self.bn, conv2d(&self.conv, x), None);
         let h = self.blocks.iter().fold(h, |h, block| block.forward(h));
         self.head(h)
     }

@@ -22,10 +22,10 @@
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, PaddingConfig2d};
-use burn::tensor::{Device, Tensor, activation};
+use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::layers::{batch_norm, conv2d};
+use crate::layers::{batch_norm_relu, conv2d};
 use crate::network::Network;
 use crate::resnet::conv3x3;
 
@@ -142,12 +142,12 @@ impl WideBlock {
 
     /// See the module docs.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
-        let a = activation::relu(batch_norm(&self.bn1, x.clone()));
+        let a = batch_norm_relu(&self.bn1, x.clone(), None);
         let shortcut = match &self.projection {
             Some(p) => conv2d(p, a.clone()),
             None => x,
         };
-        let h = activation::relu(batch_norm(&self.bn2, conv2d(&self.conv1, a)));
+        let h = batch_norm_relu(&self.bn2, conv2d(&self.conv1, a), None);
         conv2d(&self.conv2, h) + shortcut
     }
 }
@@ -167,7 +167,7 @@ impl Network for WideResNet {
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         let h = conv2d(&self.conv, x);
         let h = self.blocks.iter().fold(h, |h, block| block.forward(h));
-        let h = activation::relu(batch_norm(&self.bn, h));
+        let h = batch_norm_relu(&self.bn, h, None);
         let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
         self.fc.forward(h)
     }

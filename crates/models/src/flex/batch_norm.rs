@@ -1,33 +1,40 @@
-//! Training-mode batch normalisation over `[B, C, ...]` on burn-flex's autodiff backend as one
-//! tracked operation with a two-pass forward and a two-pass backward.
+//! Kernels of training-mode batch normalisation over `[B, C, S]` data (`S` elements per channel
+//! and image), with an optional residual sum and ReLU in the same passes.
 //!
-//! With `N = B * (elements per channel and image)`, per channel `c`:
-//! `mu = sum x / N`, `var = sum (x - mu)^2 / N` (biased, what feeds the running statistics),
-//! `xhat = (x - mu) / sqrt(var + eps)`, `y = gamma xhat + beta`; backward
-//! `dbeta = sum dy`, `dgamma = sum dy xhat`,
-//! `dx = gamma / sqrt(var + eps) (dy - dbeta / N - xhat dgamma / N)`.
+//! With `N = B S`, per channel `c`: `mu = sum x / N`, `var = sum (x - mu)^2 / N` (biased, what
+//! feeds the running statistics), `xhat = (x - mu) / sqrt(var + eps)`, `z = gamma xhat + beta
+//! (+ r)` and `y = relu(z)` (or `y = z`). Backward, with `g = dy [y > 0]` (or `g = dy`):
+//! `dr = g`, `dbeta = sum g`, `dgamma = sum g xhat`,
+//! `dx = gamma / sqrt(var + eps) (g - dbeta / N - xhat dgamma / N)`.
 //!
-//! burn 0.22's default `batch_norm_train` (which flex uses) records the same function through
-//! about ten element-wise passes forward and fifteen backward, several of them transposing
-//! copies; the statistics here are accumulated in `f64`.
+//! Passes over the activations: forward one read for the statistics (sums of `x - x[0, c, 0]`:
+//! shifted by a sample of the channel, so a large mean costs no precision) and one
+//! read-and-write for `y`; backward one read of `dy` (and `y` for the mask, writing `g`) for
+//! the sums and one read-and-write for `dx`. burn's default `batch_norm_train` (which flex
+//! uses) records about ten element-wise passes forward and fifteen backward, and the ReLU and
+//! the residual sum two more each way. Sums run in `f32` lanes within an image and channel and
+//! in `f64` across them, added up in image order (the same result whatever the thread timing);
+//! outputs are written once, into buffers that are never zero-filled first.
 
-use burn::backend::Flex;
-use burn::backend::autodiff::NodeId;
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
-use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
-use burn::backend::flex::FlexTensor;
-use burn::tensor::{Shape, TensorData};
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
-use super::{FlexAd, f32_slice};
-
 /// `[batch, channels, elements per channel and image]` of the input.
-type Dims = [usize; 3];
+pub(crate) type Dims = [usize; 3];
 
-/// Independent partial sums per reduction: the compiler keeps them in one vector register.
-const LANES: usize = 8;
+/// Independent partial sums per reduction: the compiler keeps them in vector registers.
+const LANES: usize = 16;
+
+/// `max(z, 0)`, NaN kept (burn-flex's `relu`).
+fn relu(z: f32) -> f32 {
+    if z.is_nan() || z > 0.0 { z } else { 0.0 }
+}
+
+/// `g` where the ReLU passed its input (`y > 0` or NaN: burn-flex's `relu_backward`), else 0.
+fn relu_grad(y: f32, g: f32) -> f32 {
+    if y.is_nan() || y > 0.0 { g } else { 0.0 }
+}
 
 /// `(sum u, sum v)` of `(u, v) = f(a_i, b_i)` over the pairs of `a` and `b` (equal lengths), in
 /// `LANES` interleaved `f32` partial sums (vectorised), added up in `f64`.
@@ -51,230 +58,189 @@ fn pair_sums(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> (f32, f32)) -> (f64, 
     (add(t1), add(t2))
 }
 
-/// Per-channel sums over `[B, C, S]` data in `f64`: `(sum (a - shift), sum (a - shift)^2)`
-/// without `b`; `(sum a, sum a (b - shift))` with it.
-fn channel_sums(d: Dims, a: &[f32], b: Option<&[f32]>, shift: &[f64]) -> Vec<(f64, f64)> {
-    let [batch, channels, spatial] = d;
-    (0..channels)
-        .into_par_iter()
-        .map(|c| {
-            let m = shift[c] as f32;
-            let (mut s1, mut s2) = (0.0f64, 0.0f64);
-            for n in 0..batch {
-                let at = (n * channels + c) * spatial;
-                let xa = &a[at..at + spatial];
-                let (u, v) = match b {
-                    None => pair_sums(xa, xa, |v, _| {
-                        let z = v - m;
-                        (z, z * z)
-                    }),
-                    Some(b) => pair_sums(xa, &b[at..at + spatial], |g, v| (g, g * (v - m))),
-                };
-                s1 += u;
-                s2 += v;
-            }
-            (s1, s2)
-        })
-        .collect()
+/// Per-image, per-channel sums added up over the images in image order.
+fn add_in_order(channels: usize, parts: Vec<Vec<(f64, f64)>>) -> Vec<(f64, f64)> {
+    let mut total = vec![(0.0, 0.0); channels];
+    for part in parts {
+        for (t, (u, v)) in total.iter_mut().zip(part) {
+            t.0 += u;
+            t.1 += v;
+        }
+    }
+    total
 }
 
-/// `out[n, c, :] = a[n, c, :] * scale[c] + shift[c] (+ b[n, c, :] * bscale[c])`, in parallel
-/// over images.
-fn affine(
+/// A new `[B, C, S]` buffer whose image `n` (`C S` elements) `fill(n, image)` writes, every
+/// element of it, in parallel over images; with `fill`'s per-channel sums added up in image
+/// order.
+fn fill_images(
     d: Dims,
-    a: &[f32],
-    scale: &[f32],
-    shift: &[f32],
-    extra: Option<(&[f32], &[f32])>,
-) -> Vec<f32> {
-    let [_, channels, spatial] = d;
-    let mut out = vec![0.0f32; a.len()];
-    out.par_chunks_mut(channels * spatial)
+    fill: impl Fn(usize, &mut [MaybeUninit<f32>]) -> Vec<(f64, f64)> + Sync,
+) -> (Vec<f32>, Vec<(f64, f64)>) {
+    let [batch, channels, spatial] = d;
+    let len = batch * channels * spatial;
+    let mut out = Vec::with_capacity(len);
+    let parts: Vec<_> = out.spare_capacity_mut()[..len]
+        .par_chunks_mut((channels * spatial).max(1))
         .enumerate()
-        .for_each(|(n, out)| {
-            for c in 0..channels {
-                let at = (n * channels + c) * spatial;
-                let o = &mut out[c * spatial..(c + 1) * spatial];
-                let xa = &a[at..at + spatial];
-                let (s, t) = (scale[c], shift[c]);
-                match extra {
-                    None => {
-                        for (o, &v) in o.iter_mut().zip(xa) {
-                            *o = v * s + t;
-                        }
-                    }
-                    Some((b, bscale)) => {
-                        let xb = &b[at..at + spatial];
-                        let u = bscale[c];
-                        for ((o, &v), &w) in o.iter_mut().zip(xa).zip(xb) {
-                            *o = v * s + w * u + t;
-                        }
-                    }
-                }
-            }
-        });
-    out
+        .map(|(n, image)| fill(n, image))
+        .collect();
+    // SAFETY: `fill` initialised every element of `out[..len]` (its contract above; each
+    // caller's loops zip the whole channel slice of its image).
+    unsafe { out.set_len(len) };
+    (out, add_in_order(channels, parts))
 }
 
-/// Batch statistics `(mean, biased variance)` per channel, two passes (the second centred on
-/// a first estimate of the mean, so large means cost no precision).
+/// Writes `f(a_i, b_i)` to each `out_i` (equal lengths).
+fn write_map(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
+    for ((o, &u), &v) in out.iter_mut().zip(a).zip(b) {
+        o.write(f(u, v));
+    }
+}
+
+/// Batch statistics `(mean, biased variance)` per channel, in one pass over `x`.
 pub(crate) fn statistics(d: Dims, x: &[f32]) -> (Vec<f64>, Vec<f64>) {
-    let count = (d[0] * d[2]) as f64;
-    let zero = vec![0.0; d[1]];
-    let rough: Vec<f64> = channel_sums(d, x, None, &zero)
-        .into_iter()
-        .map(|(s, _)| (s / count) as f32 as f64) // the shift the second pass subtracts
+    let [batch, channels, spatial] = d;
+    let count = (batch * spatial) as f64;
+    // Sums of `x - s` with `s` the channel's first element: within a few standard deviations
+    // of the mean, so `E (x - s)^2 - (E (x - s))^2` loses no precision to a large mean.
+    let shift: Vec<f32> = (0..channels).map(|c| x[c * spatial]).collect();
+    let parts: Vec<_> = (0..batch)
+        .into_par_iter()
+        .map(|n| {
+            (0..channels)
+                .map(|c| {
+                    let at = (n * channels + c) * spatial;
+                    let (s, xs) = (shift[c], &x[at..at + spatial]);
+                    pair_sums(xs, xs, |v, _| {
+                        let z = v - s;
+                        (z, z * z)
+                    })
+                })
+                .collect()
+        })
         .collect();
-    let centred = channel_sums(d, x, None, &rough);
-    let mut mean = Vec::with_capacity(d[1]);
-    let mut var = Vec::with_capacity(d[1]);
-    for (c, (s1, s2)) in centred.into_iter().enumerate() {
+    let sums = add_in_order(channels, parts);
+    let mut mean = Vec::with_capacity(channels);
+    let mut var = Vec::with_capacity(channels);
+    for (c, (s1, s2)) in sums.into_iter().enumerate() {
         let dm = s1 / count;
-        mean.push(rough[c] + dm);
+        mean.push(shift[c] as f64 + dm);
         var.push((s2 / count - dm * dm).max(0.0));
     }
     (mean, var)
 }
 
-/// Forward: `y = gamma (x - mean) / sqrt(var + eps) + beta`.
+/// Forward: `y = gamma (x - mean) / sqrt(var + eps) + beta (+ r)`, through a ReLU when
+/// `relu_after`.
 pub(crate) fn forward(
     d: Dims,
     x: &[f32],
-    gamma: &[f32],
-    beta: &[f32],
-    mean: &[f64],
-    inv_std: &[f64],
+    (gamma, beta): (&[f32], &[f32]),
+    (mean, inv_std): (&[f64], &[f64]),
+    residual: Option<&[f32]>,
+    relu_after: bool,
 ) -> Vec<f32> {
-    let scale: Vec<f32> = (0..d[1])
+    let [_, channels, spatial] = d;
+    let scale: Vec<f32> = (0..channels)
         .map(|c| (gamma[c] as f64 * inv_std[c]) as f32)
         .collect();
-    let shift: Vec<f32> = (0..d[1])
+    let shift: Vec<f32> = (0..channels)
         .map(|c| (beta[c] as f64 - gamma[c] as f64 * inv_std[c] * mean[c]) as f32)
         .collect();
-    affine(d, x, &scale, &shift, None)
+    let (y, _) = fill_images(d, |n, image| {
+        for c in 0..channels {
+            let at = (n * channels + c) * spatial;
+            let o = &mut image[c * spatial..(c + 1) * spatial];
+            let (xs, s, t) = (&x[at..at + spatial], scale[c], shift[c]);
+            match (residual, relu_after) {
+                (None, false) => write_map(o, xs, xs, |v, _| v * s + t),
+                (None, true) => write_map(o, xs, xs, |v, _| relu(v * s + t)),
+                (Some(r), false) => write_map(o, xs, &r[at..at + spatial], |v, r| v * s + t + r),
+                (Some(r), true) => {
+                    write_map(o, xs, &r[at..at + spatial], |v, r| relu(v * s + t + r))
+                }
+            }
+        }
+        Vec::new()
+    });
+    y
 }
 
-/// Backward: `(dx, dgamma, dbeta)`.
+/// Backward from `dy`: `(dx, dgamma, dbeta, g)` with `g = dy [y > 0]` the gradient of the
+/// sum before the ReLU (and of the residual), when `y` (the output) is given; without it the
+/// ReLU is absent, `g = dy` and no `g` is returned.
 pub(crate) fn backward(
     d: Dims,
     x: &[f32],
     gamma: &[f32],
-    mean: &[f64],
-    inv_std: &[f64],
+    (mean, inv_std): (&[f64], &[f64]),
     dy: &[f32],
-) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
-    let count = (d[0] * d[2]) as f64;
-    // sum dy and sum dy (x - mean); dgamma = inv_std * the latter.
-    let sums = channel_sums(d, dy, Some(x), mean);
+    y: Option<&[f32]>,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>, Option<Vec<f32>>) {
+    let [batch, channels, spatial] = d;
+    let count = (batch * spatial) as f64;
+    let sums_of = |n: usize, c: usize, g: &[f32]| {
+        let at = (n * channels + c) * spatial;
+        let m = mean[c] as f32;
+        pair_sums(g, &x[at..at + spatial], |g, v| (g, g * (v - m)))
+    };
+    // sum g and sum g (x - mean); dgamma = inv_std * the latter.
+    let (masked, sums) = match y {
+        Some(y) => {
+            let (g, sums) = fill_images(d, |n, image| {
+                (0..channels)
+                    .map(|c| {
+                        let at = (n * channels + c) * spatial;
+                        let o = &mut image[c * spatial..(c + 1) * spatial];
+                        write_map(o, &y[at..at + spatial], &dy[at..at + spatial], relu_grad);
+                        // SAFETY: `write_map` just initialised every element of `o`.
+                        let g = unsafe { &*(o as *const [MaybeUninit<f32>] as *const [f32]) };
+                        sums_of(n, c, g)
+                    })
+                    .collect()
+            });
+            (Some(g), sums)
+        }
+        None => {
+            let parts = (0..batch)
+                .into_par_iter()
+                .map(|n| {
+                    (0..channels)
+                        .map(|c| {
+                            let at = (n * channels + c) * spatial;
+                            sums_of(n, c, &dy[at..at + spatial])
+                        })
+                        .collect()
+                })
+                .collect();
+            (None, add_in_order(channels, parts))
+        }
+    };
+    let g: &[f32] = masked.as_deref().unwrap_or(dy);
     let dbeta: Vec<f64> = sums.iter().map(|s| s.0).collect();
     let dgamma: Vec<f64> = sums.iter().zip(inv_std).map(|(s, i)| s.1 * i).collect();
-    // dx = k (dy - dbeta / N - xhat dgamma / N), k = gamma inv_std, xhat = (x - mean) inv_std:
-    // dx = k dy + (-k inv_std dgamma / N) x + k (inv_std dgamma mean / N - dbeta / N).
-    let mut scale = Vec::with_capacity(d[1]);
-    let mut xscale = Vec::with_capacity(d[1]);
-    let mut shift = Vec::with_capacity(d[1]);
-    for c in 0..d[1] {
+    // dx = k (g - dbeta / N - xhat dgamma / N), k = gamma inv_std, xhat = (x - mean) inv_std:
+    // dx = k g + (-k inv_std dgamma / N) x + k (inv_std dgamma mean / N - dbeta / N).
+    let mut coefs = Vec::with_capacity(channels);
+    for c in 0..channels {
         let k = gamma[c] as f64 * inv_std[c];
         let a = inv_std[c] * dgamma[c] / count;
-        scale.push(k as f32);
-        xscale.push((-k * a) as f32);
-        shift.push((k * (a * mean[c] - dbeta[c] / count)) as f32);
+        let shift = k * (a * mean[c] - dbeta[c] / count);
+        coefs.push((k as f32, (-k * a) as f32, shift as f32));
     }
-    let dx = affine(d, dy, &scale, &shift, Some((x, &xscale)));
+    let (dx, _) = fill_images(d, |n, image| {
+        for (c, &(s, u, t)) in coefs.iter().enumerate() {
+            let at = (n * channels + c) * spatial;
+            let o = &mut image[c * spatial..(c + 1) * spatial];
+            write_map(o, &g[at..at + spatial], &x[at..at + spatial], |g, v| {
+                g * s + v * u + t
+            });
+        }
+        Vec::new()
+    });
     let f = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect();
-    (dx, f(dgamma), f(dbeta))
-}
-
-#[derive(Clone, Debug)]
-struct State {
-    x: NodeId,
-    gamma: NodeId,
-    dims: Dims,
-    shape: Vec<usize>,
-    mean: Vec<f64>,
-    inv_std: Vec<f64>,
-}
-
-#[derive(Debug)]
-struct BatchNormBackward;
-
-impl Backward<Flex, 3> for BatchNormBackward {
-    type State = State;
-
-    fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, cp: &mut Checkpointer) {
-        let [node_x, node_gamma, node_beta] = ops.parents;
-        let dy: FlexTensor = grads.consume::<Flex>(&ops.node);
-        let s = ops.state;
-        let x: FlexTensor = cp.retrieve_node_output(s.x);
-        let gamma: FlexTensor = cp.retrieve_node_output(s.gamma);
-        let (dx, dgamma, dbeta) = backward(
-            s.dims,
-            &f32_slice(&x),
-            &f32_slice(&gamma),
-            &s.mean,
-            &s.inv_std,
-            &f32_slice(&dy),
-        );
-        let t = |v: Vec<f32>, shape: Vec<usize>| {
-            FlexTensor::from_data(TensorData::new(v, Shape::from(shape)))
-        };
-        if let Some(node) = node_x {
-            grads.register::<Flex>(node.id, t(dx, s.shape.clone()));
-        }
-        if let Some(node) = node_gamma {
-            grads.register::<Flex>(node.id, t(dgamma, vec![s.dims[1]]));
-        }
-        if let Some(node) = node_beta {
-            grads.register::<Flex>(node.id, t(dbeta, vec![s.dims[1]]));
-        }
-    }
-}
-
-/// Training-mode batch normalisation of `x: [B, C, ...]` with `gamma`, `beta: [C]`; returns
-/// the output and the batch mean and biased variance per channel.
-pub(crate) fn batch_norm_train(
-    x: FlexAd,
-    gamma: FlexAd,
-    beta: FlexAd,
-    epsilon: f64,
-) -> (FlexAd, Vec<f32>, Vec<f32>) {
-    let shape: Vec<usize> = x.primitive().layout().shape().iter().copied().collect();
-    let (batch, channels) = (shape[0], shape[1]);
-    let dims = [batch, channels, shape[2..].iter().product()];
-    let xs = f32_slice(x.primitive());
-    let (mean, var) = statistics(dims, &xs);
-    let inv_std: Vec<f64> = var.iter().map(|v| 1.0 / (v + epsilon).sqrt()).collect();
-    let y = forward(
-        dims,
-        &xs,
-        &f32_slice(gamma.primitive()),
-        &f32_slice(beta.primitive()),
-        &mean,
-        &inv_std,
-    );
-    drop(xs);
-    let y = FlexTensor::from_data(TensorData::new(y, Shape::from(shape.clone())));
-    let stats = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<f32>>();
-    let (mean32, var32) = (stats(&mean), stats(&var));
-    let out = match BatchNormBackward
-        .prepare::<NoCheckpointing>([x.node(), gamma.node(), beta.node()])
-        .compute_bound()
-        .stateful()
-    {
-        OpsKind::Tracked(mut prep) => {
-            let state = State {
-                x: prep.checkpoint(&x),
-                gamma: prep.checkpoint(&gamma),
-                dims,
-                shape,
-                mean,
-                inv_std,
-            };
-            prep.finish(state, y)
-        }
-        OpsKind::UnTracked(prep) => prep.finish(y),
-    };
-    (out, mean32, var32)
+    (dx, f(dgamma), f(dbeta), masked)
 }
 
 #[cfg(test)]
@@ -282,7 +248,8 @@ mod tests {
     use super::*;
 
     /// The textbook formulas in `f64` on a small batch with a large mean (which a one-pass
-    /// variance in `f32` would get wrong).
+    /// variance of unshifted data in `f32` would get wrong), with and without the residual and
+    /// the ReLU.
     #[test]
     fn kernels_match_the_formulas() {
         let d = [3, 2, 5];
@@ -290,40 +257,68 @@ mod tests {
             .map(|i| 1000.0 + ((i * 7) % 11) as f32 * 0.25)
             .collect();
         let dy: Vec<f32> = (0..30).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
-        let (gamma, eps) = ([1.5f32, -0.5], 1e-5);
+        let r: Vec<f32> = (0..30).map(|i| ((i * 3) % 5) as f32 * 0.5 - 1.0).collect();
+        let (gamma, beta, eps) = ([1.5f32, -0.5], [0.25f32, 0.0], 1e-5);
         let n = 15.0;
         let at = |b: usize, c: usize, s: usize| (b * 2 + c) * 5 + s;
         let idx = |c: usize| (0..3).flat_map(move |b| (0..5).map(move |s| at(b, c, s)));
         let (mean, var) = statistics(d, &x);
         let inv: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
-        let (dx, dgamma, dbeta) = backward(d, &x, &gamma, &mean, &inv, &dy);
-        let y = forward(d, &x, &gamma, &[0.25, 0.0], &mean, &inv);
-        for c in 0..2 {
-            let m: f64 = idx(c).map(|i| x[i] as f64).sum::<f64>() / n;
-            let v: f64 = idx(c).map(|i| (x[i] as f64 - m).powi(2)).sum::<f64>() / n;
-            // Per-image partial sums are `f32` (a few ulps of values of size ~1 around the
-            // rough mean): 1e-5 is far above that and far below the 0.25 steps of the data.
-            let (em, ev) = ((mean[c] - m).abs(), (var[c] - v).abs());
-            assert!(em < 1e-5 && ev < 1e-5, "stats {c}: {em} {ev}");
-            let r = 1.0 / (v + eps).sqrt();
-            let xhat = |i: usize| (x[i] as f64 - m) * r;
-            let db: f64 = idx(c).map(|i| dy[i] as f64).sum();
-            let dg: f64 = idx(c).map(|i| dy[i] as f64 * xhat(i)).sum();
-            assert!((dbeta[c] as f64 - db).abs() < 1e-5, "dbeta {c}");
-            assert!(
-                (dgamma[c] as f64 - dg).abs() < 1e-3 * dg.abs().max(1.0),
-                "dgamma {c}"
+        let mut relu_cut = 0;
+        for (residual, relu_after) in [(false, false), (false, true), (true, false), (true, true)] {
+            let res = residual.then_some(&r[..]);
+            let y = forward(d, &x, (&gamma, &beta), (&mean, &inv), res, relu_after);
+            let (dx, dgamma, dbeta, g) = backward(
+                d,
+                &x,
+                &gamma,
+                (&mean, &inv),
+                &dy,
+                relu_after.then_some(&y[..]),
             );
-            for i in idx(c) {
-                let beta = [0.25, 0.0][c];
-                let want_y = gamma[c] as f64 * xhat(i) + beta;
-                assert!((y[i] as f64 - want_y).abs() < 1e-3, "y {i}");
-                let want = gamma[c] as f64 * r * (dy[i] as f64 - db / n - xhat(i) * dg / n);
-                assert!(
-                    (dx[i] as f64 - want).abs() < 1e-3 * want.abs().max(1.0),
-                    "dx {i}"
-                );
+            assert_eq!(g.is_some(), relu_after);
+            for c in 0..2 {
+                let m: f64 = idx(c).map(|i| x[i] as f64).sum::<f64>() / n;
+                let v: f64 = idx(c).map(|i| (x[i] as f64 - m).powi(2)).sum::<f64>() / n;
+                // Per-image partial sums are `f32` (a few ulps of values of size ~1 around
+                // the shift): 1e-5 is far above that and far below the 0.25 steps of the data.
+                let (em, ev) = ((mean[c] - m).abs(), (var[c] - v).abs());
+                assert!(em < 1e-5 && ev < 1e-5, "stats {c}: {em} {ev}");
+                let inv_sd = 1.0 / (v + eps).sqrt();
+                let xhat = |i: usize| (x[i] as f64 - m) * inv_sd;
+                let z = |i: usize| {
+                    gamma[c] as f64 * xhat(i)
+                        + beta[c] as f64
+                        + if residual { r[i] as f64 } else { 0.0 }
+                };
+                let open = |i: usize| !relu_after || z(i) > 0.0;
+                let gi = |i: usize| if open(i) { dy[i] as f64 } else { 0.0 };
+                let db: f64 = idx(c).map(gi).sum();
+                let dg: f64 = idx(c).map(|i| gi(i) * xhat(i)).sum();
+                assert!((dbeta[c] as f64 - db).abs() < 1e-5, "dbeta {c}");
+                let tol = |w: f64| 1e-3 * w.abs().max(1.0);
+                assert!((dgamma[c] as f64 - dg).abs() < tol(dg), "dgamma {c}");
+                for i in idx(c) {
+                    let want_y = if open(i) { z(i) } else { 0.0 };
+                    relu_cut += usize::from(!open(i));
+                    assert!((y[i] as f64 - want_y).abs() < 1e-3, "y {i}");
+                    let want = gamma[c] as f64 * inv_sd * (gi(i) - db / n - xhat(i) * dg / n);
+                    assert!((dx[i] as f64 - want).abs() < tol(want), "dx {i}");
+                    if let Some(g) = &g {
+                        assert_eq!(g[i] as f64, gi(i), "g {i}");
+                    }
+                }
             }
         }
+        // The ReLU cases cut some elements (and not all): the masks were exercised.
+        assert!(relu_cut > 5 && relu_cut < 55, "{relu_cut} cut");
+    }
+
+    /// NaN goes through the ReLU both ways, as through burn-flex's `relu`.
+    #[test]
+    fn relu_keeps_nan() {
+        assert!(relu(f32::NAN).is_nan());
+        assert_eq!((relu(-1.0), relu(2.0)), (0.0, 2.0));
+        assert_eq!((relu_grad(f32::NAN, 3.0), relu_grad(0.0, 3.0)), (3.0, 0.0));
     }
 }

@@ -11,6 +11,7 @@
 //! burn-flex's `conv2d_weight_backward`, `conv2d_x_backward` and `batch_norm_train`.
 
 pub(crate) mod batch_norm;
+pub(crate) mod batch_norm_op;
 pub(crate) mod conv;
 mod direct;
 mod gemm;
