@@ -20,6 +20,8 @@ use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
+use super::uninit::{write_map, written};
+
 /// `[batch, channels, elements per channel and image]` of the input.
 pub(crate) type Dims = [usize; 3];
 
@@ -78,24 +80,19 @@ fn fill_images(
     fill: impl Fn(usize, &mut [MaybeUninit<f32>]) -> Vec<(f64, f64)> + Sync,
 ) -> (Vec<f32>, Vec<(f64, f64)>) {
     let [batch, channels, spatial] = d;
-    let len = batch * channels * spatial;
-    let mut out = Vec::with_capacity(len);
-    let parts: Vec<_> = out.spare_capacity_mut()[..len]
-        .par_chunks_mut((channels * spatial).max(1))
-        .enumerate()
-        .map(|(n, image)| fill(n, image))
-        .collect();
-    // SAFETY: `fill` initialised every element of `out[..len]` (its contract above; each
-    // caller's loops zip the whole channel slice of its image).
-    unsafe { out.set_len(len) };
+    let mut parts = Vec::new();
+    // SAFETY: `fill` writes every element of its image (its contract above: each caller's
+    // loops `write_map` the whole slice of each channel).
+    let out = unsafe {
+        written(batch * channels * spatial, |out| {
+            parts = out
+                .par_chunks_mut((channels * spatial).max(1))
+                .enumerate()
+                .map(|(n, image)| fill(n, image))
+                .collect();
+        })
+    };
     (out, add_in_order(channels, parts))
-}
-
-/// Writes `f(a_i, b_i)` to each `out_i` (equal lengths).
-fn write_map(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> f32) {
-    for ((o, &u), &v) in out.iter_mut().zip(a).zip(b) {
-        o.write(f(u, v));
-    }
 }
 
 /// Batch statistics `(mean, biased variance)` per channel, in one pass over `x`.
@@ -160,7 +157,7 @@ pub(crate) fn forward(
                 (Some(r), true) => {
                     write_map(o, xs, &r[at..at + spatial], |v, r| relu(v * s + t + r))
                 }
-            }
+            };
         }
         Vec::new()
     });
@@ -193,9 +190,8 @@ pub(crate) fn backward(
                     .map(|c| {
                         let at = (n * channels + c) * spatial;
                         let o = &mut image[c * spatial..(c + 1) * spatial];
-                        write_map(o, &y[at..at + spatial], &dy[at..at + spatial], relu_grad);
-                        // SAFETY: `write_map` just initialised every element of `o`.
-                        let g = unsafe { &*(o as *const [MaybeUninit<f32>] as *const [f32]) };
+                        let g =
+                            write_map(o, &y[at..at + spatial], &dy[at..at + spatial], relu_grad);
                         sums_of(n, c, g)
                     })
                     .collect()

@@ -24,6 +24,8 @@
 //! Here images are split over rayon's pool in fixed groups, so the sums (and hence the results)
 //! do not depend on the number of threads.
 
+use std::mem::MaybeUninit;
+
 use burn::backend::Flex;
 use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -36,6 +38,7 @@ use rayon::prelude::*;
 
 use super::gemm::{View, matmul};
 use super::im2col::{Geometry, Scratch};
+use super::uninit::{written, zeroed};
 use super::{FlexAd, f32_slice};
 use super::{direct, shifted};
 
@@ -54,17 +57,22 @@ fn cols_view<'a>(g: &Geometry, cols: &'a [f32]) -> View<'a> {
 /// Forward: `y[b] = W cols(x[b])` for every image, in parallel over groups of images.
 pub(crate) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> Vec<f32> {
     let (k, l, o) = (g.patch(), g.pixels(), g.out_channels);
-    let mut y = vec![0.0f32; g.batch * o * l];
-    let tasks = y
-        .par_chunks_mut(IMAGES_PER_TASK * o * l)
-        .zip(x.par_chunks(IMAGES_PER_TASK * g.image()));
+    let (len, chunk) = (g.batch * o * l, IMAGES_PER_TASK * o * l);
+    let xs = x.par_chunks(IMAGES_PER_TASK * g.image());
     if g.shifted() {
         let wl = direct::weight_layout(w, o, g.channels);
-        tasks.for_each(|(y, x)| shifted::forward(g, x.len() / g.image(), x, &wl, y));
-        return y;
+        // SAFETY: `shifted::forward` writes every element of its images' outputs.
+        return unsafe {
+            written(len, |y| {
+                y.par_chunks_mut(chunk)
+                    .zip(xs)
+                    .for_each(|(y, x)| shifted::forward(g, x.len() / g.image(), x, &wl, y))
+            })
+        };
     }
+    let mut y = vec![0.0f32; len];
     let wm = g.weight_matrix(w);
-    tasks.for_each(|(y, x)| {
+    y.par_chunks_mut(chunk).zip(xs).for_each(|(y, x)| {
         Scratch::with(g, |s| {
             for (n, (y, x)) in y.chunks_mut(o * l).zip(x.chunks(g.image())).enumerate() {
                 s.im2col(g, x, n == 0);
@@ -94,54 +102,65 @@ pub(crate) fn backward(
     } else {
         (g.weight_matrix(w), None)
     };
-    let mut dx = vec![0.0f32; if want_x { g.batch * g.image() } else { 0 }];
-    let groups = g.batch.div_ceil(IMAGES_PER_TASK);
-    let mut dx_chunks: Vec<&mut [f32]> = if want_x {
-        dx.chunks_mut(IMAGES_PER_TASK * g.image()).collect()
-    } else {
-        (0..groups).map(|_| <&mut [f32]>::default()).collect()
-    };
-    let partials: Vec<Vec<f32>> = dx_chunks
-        .par_iter_mut()
-        .enumerate()
-        .map(|(t, dx)| {
-            let mut dw = vec![0.0f32; if want_w { o * k } else { 0 }];
-            let first = t * IMAGES_PER_TASK;
-            let last = (first + IMAGES_PER_TASK).min(g.batch);
-            if shifted {
-                let (n, xs) = (last - first, &x[first * g.image()..last * g.image()]);
-                let dys = &dy[first * o * l..last * o * l];
-                if want_w {
-                    shifted::weight_grad(g, n, xs, dys, &mut dw);
-                }
-                if let Some((tg, wt)) = &transposed {
-                    shifted::forward(tg, n, dys, wt, dx);
-                }
-                return dw;
-            }
-            Scratch::with(g, |s| {
-                for (n, b) in (first..last).enumerate() {
-                    let xb = &x[b * g.image()..(b + 1) * g.image()];
-                    let dyb = View::rows(&dy[b * o * l..(b + 1) * o * l], o, l);
+    let mut partials: Vec<Vec<f32>> = Vec::new();
+    let groups = |dx: &mut [MaybeUninit<f32>]| {
+        let mut chunks: Vec<&mut [MaybeUninit<f32>]> = if want_x {
+            dx.chunks_mut(IMAGES_PER_TASK * g.image()).collect()
+        } else {
+            (0..g.batch.div_ceil(IMAGES_PER_TASK))
+                .map(|_| Default::default())
+                .collect()
+        };
+        chunks
+            .par_iter_mut()
+            .enumerate()
+            .map(|(t, dx)| {
+                let mut dw = vec![0.0f32; if want_w { o * k } else { 0 }];
+                let first = t * IMAGES_PER_TASK;
+                let last = (first + IMAGES_PER_TASK).min(g.batch);
+                if shifted {
+                    let (n, xs) = (last - first, &x[first * g.image()..last * g.image()]);
+                    let dys = &dy[first * o * l..last * o * l];
                     if want_w {
-                        s.im2col(g, xb, n == 0);
-                        matmul(&mut dw, dyb, cols_view(g, &s.cols).t(), n > 0);
+                        shifted::weight_grad(g, n, xs, dys, &mut dw);
                     }
-                    if want_x {
-                        let wv = View::rows(&wm, o, k);
-                        let dcols = &mut s.dcols[..k * l];
-                        if g.pixel_major() {
-                            matmul(dcols, dyb.t(), wv, false);
-                        } else {
-                            matmul(dcols, wv.t(), dyb, false);
-                        }
-                        s.col2im(g, &mut dx[n * g.image()..(n + 1) * g.image()]);
+                    if let Some((tg, wt)) = &transposed {
+                        shifted::forward(tg, n, dys, wt, dx);
                     }
+                    return dw;
                 }
-            });
-            dw
+                let dx = if want_x { zeroed(dx) } else { &mut [] };
+                Scratch::with(g, |s| {
+                    for (n, b) in (first..last).enumerate() {
+                        let xb = &x[b * g.image()..(b + 1) * g.image()];
+                        let dyb = View::rows(&dy[b * o * l..(b + 1) * o * l], o, l);
+                        if want_w {
+                            s.im2col(g, xb, n == 0);
+                            matmul(&mut dw, dyb, cols_view(g, &s.cols).t(), n > 0);
+                        }
+                        if want_x {
+                            let wv = View::rows(&wm, o, k);
+                            let dcols = &mut s.dcols[..k * l];
+                            if g.pixel_major() {
+                                matmul(dcols, dyb.t(), wv, false);
+                            } else {
+                                matmul(dcols, wv.t(), dyb, false);
+                            }
+                            s.col2im(g, &mut dx[n * g.image()..(n + 1) * g.image()]);
+                        }
+                    }
+                });
+                dw
+            })
+            .collect()
+    };
+    // SAFETY: each group's input gradient is written whole: by `shifted::forward`, or
+    // zero-filled (`zeroed`) before col2im adds to it.
+    let dx = unsafe {
+        written(if want_x { g.batch * g.image() } else { 0 }, |dx| {
+            partials = groups(dx)
         })
-        .collect();
+    };
     let dw = want_w.then(|| {
         let mut sum = vec![0.0f32; o * k];
         for p in &partials {

@@ -24,6 +24,7 @@
 //! col2im scatter and the `gemm` crate's transposing repack of the im2col matrix.
 
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
 
 use super::direct;
 use super::gemm::{View, matmul};
@@ -144,19 +145,34 @@ fn grown(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
     &mut v[..n]
 }
 
-/// `x: [n, C, H, W]` into `xp: [C, n, Hp, Wp]` with zero borders.
+/// Writes the rows (`width` long) of `src` into `dst`, a plane of pitch `pitch`, from row
+/// `top` and column `left` on, and zeros into every other element of `dst` (one pass of
+/// writes; rows past `dst`'s end are cut).
+fn place(dst: &mut [f32], src: &[f32], width: usize, pitch: usize, [top, left]: [usize; 2]) {
+    let (head, mut rest) = dst.split_at_mut((top * pitch + left).min(dst.len()));
+    head.fill(0.0);
+    for row in src.chunks(width) {
+        let n = row.len().min(rest.len());
+        rest[..n].copy_from_slice(&row[..n]);
+        let gap = (pitch - width).min(rest.len() - n);
+        rest[n..n + gap].fill(0.0);
+        rest = &mut rest[n + gap..];
+    }
+    rest.fill(0.0);
+}
+
+/// `x: [n, C, H, W]` into `xp: [C, n, Hp, Wp]` with zero borders (and zero slack after).
 fn pad(g: &Geometry, n: usize, x: &[f32], xp: &mut [f32]) {
-    let ([hp, wp], [ph, pw], c) = (g.padded_hw(), g.padding, g.channels);
-    xp.fill(0.0);
+    let ([hp, wp], c) = (g.padded_hw(), g.channels);
     let plane = g.height * g.width;
+    let (planes, slack) = xp.split_at_mut(c * n * hp * wp);
     for (b, image) in x.chunks(c * plane).take(n).enumerate() {
         for (ch, src) in image.chunks(plane).enumerate() {
-            let dst = &mut xp[(ch * n + b) * hp * wp..];
-            for (y, src) in src.chunks(g.width).enumerate() {
-                dst[(y + ph) * wp + pw..][..g.width].copy_from_slice(src);
-            }
+            let dst = &mut planes[(ch * n + b) * hp * wp..][..hp * wp];
+            place(dst, src, g.width, wp, g.padding);
         }
     }
+    slack.fill(0.0);
 }
 
 /// The view `X_pq: [C, grid]` of the padded images.
@@ -173,15 +189,30 @@ fn tap<'a>(g: &Geometry, n: usize, xp: &'a [f32], p: usize, q: usize) -> View<'a
 
 /// Forward of a group of `n` images: `y: [n, O, oh, ow]` of `x: [n, C, H, W]`, `weight` the
 /// weight in the product's `[C, kh kw, O]` layout ([`direct::weight_layout`]).
-pub(crate) fn forward(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]) {
+pub(crate) fn forward(
+    g: &Geometry,
+    n: usize,
+    x: &[f32],
+    weight: &[f32],
+    y: &mut [MaybeUninit<f32>],
+) {
     forward_with(g, n, x, weight, y, true)
 }
 
 /// [`forward`], by the register-blocked kernel if `direct` and the CPU has AVX-512F, else by
 /// tap-by-tap matrix products.
-fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32], direct: bool) {
+/// Every element of `y` (`n` images) is written.
+fn forward_with(
+    g: &Geometry,
+    n: usize,
+    x: &[f32],
+    weight: &[f32],
+    y: &mut [MaybeUninit<f32>],
+    direct: bool,
+) {
     let ([hp, wp], [oh, ow]) = (g.padded_hw(), g.out_hw());
     let (c, o, m) = (g.channels, g.out_channels, g.grid(n));
+    assert_eq!(y.len(), n * o * oh * ow, "output of {n} images");
     BUFFERS.with(|buffers| {
         let buffers = &mut *buffers.borrow_mut();
         let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
@@ -208,7 +239,7 @@ fn forward_with(g: &Geometry, n: usize, x: &[f32], weight: &[f32], y: &mut [f32]
             for (oc, y) in y.chunks_mut(oh * ow).enumerate() {
                 let src = &grid[oc * m + b * hp * wp..];
                 for (i, y) in y.chunks_mut(ow).enumerate() {
-                    y.copy_from_slice(&src[i * wp..][..ow]);
+                    y.write_copy_of_slice(&src[i * wp..][..ow]);
                 }
             }
         }
@@ -231,19 +262,25 @@ fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32
         let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
         pad(g, n, x, xp);
         let dy_grid = grown(&mut buffers.dy_grid, m * o);
-        dy_grid.fill(0.0);
         // The output gradient on the grid: rows `[O, grid]` for the kernel, `[grid, O]` for
         // the matrix products (whose kernels want unit stride along `O` there).
         let kernel = direct && direct::available();
-        for (b, dy) in dy.chunks(o * oh * ow).take(n).enumerate() {
-            for (oc, dy) in dy.chunks(oh * ow).enumerate() {
-                for (i, dy) in dy.chunks(ow).enumerate() {
-                    let r = b * hp * wp + i * wp;
-                    if kernel {
-                        dy_grid[oc * m + r..][..ow].copy_from_slice(dy);
-                    } else {
+        let planes = dy.chunks(o * oh * ow).take(n);
+        if kernel {
+            for (oc, row) in dy_grid.chunks_mut(m).enumerate() {
+                let (images, rest) = row.split_at_mut(m.min(n * hp * wp));
+                for (dst, dy) in images.chunks_mut(hp * wp).zip(planes.clone()) {
+                    place(dst, &dy[oc * oh * ow..][..oh * ow], ow, wp, [0, 0]);
+                }
+                rest.fill(0.0);
+            }
+        } else {
+            dy_grid.fill(0.0);
+            for (b, dy) in planes.enumerate() {
+                for (oc, dy) in dy.chunks(oh * ow).enumerate() {
+                    for (i, dy) in dy.chunks(ow).enumerate() {
                         for (j, &v) in dy.iter().enumerate() {
-                            dy_grid[(r + j) * o + oc] = v;
+                            dy_grid[(b * hp * wp + i * wp + j) * o + oc] = v;
                         }
                     }
                 }
@@ -279,6 +316,7 @@ pub(crate) fn weight_from_taps(g: &Geometry, taps: &[f32]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flex::uninit::written;
 
     /// Both ways of the forward product and the weight gradient (the AVX-512 kernels, where the
     /// CPU has them, and the tap-by-tap matrix products every CPU can fall back to) against the
@@ -362,8 +400,11 @@ mod tests {
             }
             let layout = direct::weight_layout(&wt, o, c);
             for use_direct in [true, false] {
-                let mut y = vec![f32::NAN; want.len()];
-                forward_with(&g, n, &x, &layout, &mut y, use_direct);
+                let y = unsafe {
+                    written(want.len(), |y| {
+                        forward_with(&g, n, &x, &layout, y, use_direct)
+                    })
+                };
                 assert_eq!(y, want, "{g:?}, direct kernel {use_direct}");
                 let mut dw = vec![f32::NAN; wt.len()];
                 weight_grad_with(&g, n, &x, &dy, &mut dw, use_direct);
