@@ -7,9 +7,10 @@ use burn::nn::BatchNorm;
 #[cfg(feature = "flex")]
 use burn::nn::PaddingConfig2d;
 use burn::nn::conv::Conv2d;
-use burn::nn::pool::MaxPool2d;
+use burn::nn::pool::{AvgPool2d, MaxPool2d};
 use burn::tensor::Tensor;
 use burn::tensor::activation;
+use burn::tensor::ops::PadMode;
 
 /// `conv.forward(x)`; on `Autodiff<Flex>` with groups 1, dilation 1 and symmetric padding, as
 /// one operation with an im2col-GEMM backward.
@@ -76,6 +77,31 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
         return crate::flex::tensor(crate::flex::max_pool::max_pool2x2(xp));
     }
     pool.forward(x)
+}
+
+/// `pool.forward(x)` with `pad[0]` zero channels added before the channels and `pad[1]` after,
+/// for a 1x1 average pool without padding (subsampling, `x[:, :, ::s, ::s]`: the option-A
+/// shortcut of the CIFAR ResNets); on `Autodiff<Flex>` as one pass forward and one backward.
+pub fn subsample_pad_channels(pool: &AvgPool2d, x: Tensor<4>, pad: [usize; 2]) -> Tensor<4> {
+    #[cfg(feature = "flex")]
+    if pool.kernel_size == [1, 1]
+        && pool.stride[0] == pool.stride[1]
+        && pool.stride[0] > 0
+        && matches!(pool.padding, PaddingConfig2d::Valid)
+        && let Some(xp) = crate::flex::flex_ad(&x)
+    {
+        let y = crate::flex::shortcut::subsample_pad(xp, pool.stride[0], pad);
+        return crate::flex::tensor(y);
+    }
+    pad_channels(pool.forward(x), pad)
+}
+
+/// `x: [B, C, H, W]` with `pad[0]` zero channels added before its channels and `pad[1]` after.
+pub fn pad_channels(x: Tensor<4>, pad: [usize; 2]) -> Tensor<4> {
+    if pad == [0, 0] {
+        return x;
+    }
+    x.pad([(pad[0], pad[1]), (0, 0), (0, 0)], PadMode::Constant(0.0))
 }
 
 /// `bn.forward(x)`; in training mode on `Autodiff<Flex>`, as one operation with two passes
@@ -256,6 +282,35 @@ mod tests {
             );
             let (a, b) = (x.grad(&g1).unwrap(), x.grad(&g2).unwrap());
             assert_eq!(a.into_data(), b.into_data(), "{base:?} dx");
+        }
+    }
+
+    /// The option-A shortcut against burn's 1x1 average pool and pad, exactly (copies only):
+    /// output and input gradient, odd and even sizes, strides 1 to 3.
+    #[test]
+    fn subsample_pad_channels_matches_burn_pool_and_pad_exactly() {
+        use burn::nn::pool::AvgPool2dConfig;
+        for base in devices() {
+            let device = base.clone().autodiff();
+            device.seed(9);
+            for (stride, h, w, pad) in [(2, 8, 8, [1, 2]), (2, 7, 6, [0, 3]), (3, 5, 7, [2, 0])] {
+                let pool = AvgPool2dConfig::new([1, 1])
+                    .with_strides([stride, stride])
+                    .init();
+                let x = normal([2, 3, h, w], &device).detach().require_grad();
+                let got = subsample_pad_channels(&pool, x.clone(), pad);
+                let want = pad_channels(pool.forward(x.clone()), pad);
+                let what = format!("{base:?} stride {stride} {h}x{w} pad {pad:?}");
+                assert_eq!(got.dims(), want.dims(), "{what}");
+                assert_eq!(got.to_data(), want.to_data(), "{what} output");
+                let r = normal(got.dims(), &device);
+                let (g1, g2) = (
+                    (got * r.clone()).sum().backward(),
+                    (want * r).sum().backward(),
+                );
+                let (a, b) = (x.grad(&g1).unwrap(), x.grad(&g2).unwrap());
+                assert_eq!(a.into_data(), b.into_data(), "{what} dx");
+            }
         }
     }
 

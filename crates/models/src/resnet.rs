@@ -32,11 +32,10 @@ use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{AvgPool2d, AvgPool2dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Initializer, Linear, LinearConfig, PaddingConfig2d};
-use burn::tensor::ops::PadMode;
 use burn::tensor::{Device, Tensor, activation};
 use serde::{Deserialize, Serialize};
 
-use crate::layers::{batch_norm_relu, conv2d};
+use crate::layers::{batch_norm_relu, conv2d, pad_channels, subsample_pad_channels};
 use crate::network::Network;
 
 /// Channels of the three stages at width 1.
@@ -206,18 +205,13 @@ impl BasicBlock {
     }
 
     /// The option-A shortcut: subsample, then zero-pad the channels.
-    fn shortcut(&self, x: Tensor<4>) -> Tensor<4> {
-        let x = match &self.subsample {
-            Some(pool) => pool.forward(x),
-            None => x,
-        };
-        if self.pad_before + self.pad_after == 0 {
-            x
-        } else {
-            x.pad(
-                [(self.pad_before, self.pad_after), (0, 0), (0, 0)],
-                PadMode::Constant(0.0),
-            )
+    /// (Through burn's pool and pad alone if `reference`.)
+    fn shortcut(&self, x: Tensor<4>, reference: bool) -> Tensor<4> {
+        let pad = [self.pad_before, self.pad_after];
+        match &self.subsample {
+            Some(pool) if !reference => subsample_pad_channels(pool, x, pad),
+            Some(pool) => pad_channels(pool.forward(x), pad),
+            None => pad_channels(x, pad),
         }
     }
 
@@ -226,13 +220,17 @@ impl BasicBlock {
     pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<4> {
         let h = activation::relu(self.bn1.forward(self.conv1.forward(x.clone())));
         let h = self.bn2.forward(self.conv2.forward(h));
-        activation::relu(h + self.shortcut(x))
+        activation::relu(h + self.shortcut(x, true))
     }
 
     /// `relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x))`, through [`crate::layers`].
     pub fn forward(&self, x: Tensor<4>) -> Tensor<4> {
         let h = batch_norm_relu(&self.bn1, conv2d(&self.conv1, x.clone()), None);
-        batch_norm_relu(&self.bn2, conv2d(&self.conv2, h), Some(self.shortcut(x)))
+        batch_norm_relu(
+            &self.bn2,
+            conv2d(&self.conv2, h),
+            Some(self.shortcut(x, false)),
+        )
     }
 }
 

@@ -18,6 +18,7 @@ mod gemm;
 mod im2col;
 pub(crate) mod max_pool;
 mod shifted;
+pub(crate) mod shortcut;
 mod uninit;
 
 use std::borrow::Cow;
