@@ -16,6 +16,8 @@
 //! offsets are `wrapping_add`s (in bounds by the callers' asserts), which keeps the debug
 //! builds' precondition checks out of the inner loops.
 
+use std::mem::MaybeUninit;
+
 /// Grid points per vector.
 const LANES: usize = 16;
 /// Output channels per tile.
@@ -46,6 +48,51 @@ impl Views<'_> {
     }
 }
 
+/// Where the product's grid points go: output pixel `(b, i, j)` of image `b` is grid point
+/// `b plane + i pitch + j` (`i < oh`, `j < ow`), written to `y: [images, O, oh, ow]`; the
+/// other grid points are dropped.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Crop {
+    pub images: usize,
+    pub plane: usize,
+    pub pitch: usize,
+    pub out_hw: [usize; 2],
+}
+
+impl Crop {
+    /// For the 16 grid points from `r`, each run of consecutive ones that are output pixels:
+    /// `(first lane, lanes, index in y of the first)` for output channel `o` of `out_channels`.
+    fn runs(
+        &self,
+        r: usize,
+        o: usize,
+        out_channels: usize,
+        mut f: impl FnMut(usize, usize, usize),
+    ) {
+        let [oh, ow] = self.out_hw;
+        let mut k = 0;
+        while k < LANES {
+            let (b, q) = ((r + k) / self.plane, (r + k) % self.plane);
+            let (i, j) = (q / self.pitch, q % self.pitch);
+            // Lanes left in this row of the grid (one row, or up to the image's end).
+            let row = (LANES - k).min(self.pitch - j);
+            if b < self.images && i < oh && j < ow {
+                f(
+                    k,
+                    row.min(ow - j),
+                    ((b * out_channels + o) * oh + i) * ow + j,
+                );
+            }
+            k += row;
+        }
+    }
+
+    /// Elements of `y`.
+    fn len(&self, out_channels: usize) -> usize {
+        self.images * out_channels * self.out_hw[0] * self.out_hw[1]
+    }
+}
+
 /// Whether the kernels run on this CPU.
 pub(crate) fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -69,21 +116,38 @@ pub(crate) fn weight_layout(w: &[f32], out_channels: usize, channels: usize) -> 
     out
 }
 
-/// `out: [O, grid]` (row-major) = the product of `weight` (laid out `[C, taps, O]`, see
-/// [`weight_layout`]) with the views.
+/// `Y' = ` the product of `weight` (laid out `[C, taps, O]`, see [`weight_layout`]) with the
+/// views, `[O, grid]`, its output pixels written to `y` (every element of `y`; see [`Crop`]).
 ///
 /// # Panics
-/// If the CPU lacks AVX-512F (see [`available`]), `grid` is not a multiple of 16 or an operand
-/// is too short.
-pub(crate) fn product(v: &Views, weight: &[f32], out_channels: usize, out: &mut [f32]) {
+/// If the CPU lacks AVX-512F (see [`available`]), `grid` is not a multiple of 16, an operand
+/// is too short, `y` is not `crop`'s size or the grid does not reach its last pixel.
+pub(crate) fn product(
+    v: &Views,
+    weight: &[f32],
+    out_channels: usize,
+    crop: &Crop,
+    y: &mut [MaybeUninit<f32>],
+) {
     v.check();
     assert!(weight.len() >= v.channels * v.taps.len() * out_channels);
-    assert!(out.len() >= out_channels * v.grid);
+    assert_eq!(y.len(), crop.len(out_channels), "output size");
+    let [oh, ow] = crop.out_hw;
+    assert!(
+        ow <= crop.pitch && oh * crop.pitch <= crop.plane,
+        "crop inside the planes"
+    );
+    if y.is_empty() {
+        return;
+    }
+    let last = (crop.images - 1) * crop.plane + (oh - 1) * crop.pitch + ow - 1;
+    assert!(last < v.grid, "the grid reaches the last output pixel");
     assert!(available(), "the direct kernels need AVX-512F");
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: the CPU has AVX-512F; the operands are as long as asserted above.
+    // SAFETY: the CPU has AVX-512F; the operands are as long as asserted above, and every
+    // store `Crop::runs` allows is inside `y`.
     unsafe {
-        avx512::tiles(v, weight, out_channels, out.as_mut_ptr())
+        avx512::tiles(v, weight, out_channels, crop, y.as_mut_ptr().cast::<f32>())
     };
 }
 
@@ -108,11 +172,11 @@ pub(crate) fn weight_grad(v: &Views, dy: &[f32], out_channels: usize, dw: &mut [
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::{
-        __m512, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_reduce_add_ps, _mm512_set1_ps,
-        _mm512_setzero_ps, _mm512_storeu_ps,
+        __m512, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_mask_storeu_ps, _mm512_reduce_add_ps,
+        _mm512_set1_ps, _mm512_setzero_ps,
     };
 
-    use super::{LANES, OUT_BLOCK, Views};
+    use super::{Crop, LANES, OUT_BLOCK, Views};
 
     /// Output and input channels per weight-gradient tile.
     const GRAD_BLOCK: usize = 4;
@@ -124,7 +188,13 @@ mod avx512 {
     /// # Safety
     /// AVX-512F available; the operands as long as [`super::product`] asserts.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn tiles(a: &Views, weight: &[f32], o_all: usize, out: *mut f32) {
+    pub(super) unsafe fn tiles(
+        a: &Views,
+        weight: &[f32],
+        o_all: usize,
+        crop: &Crop,
+        out: *mut f32,
+    ) {
         let vectors = a.grid / LANES;
         for o0 in (0..o_all).step_by(OUT_BLOCK) {
             let ob = OUT_BLOCK.min(o_all - o0);
@@ -133,20 +203,25 @@ mod avx512 {
                 let r0 = v * LANES;
                 // SAFETY (all calls): `o0 + ob <= O`, `r0 + 16 RB <= grid`, and the contract.
                 unsafe {
+                    if v + 3 <= vectors && ob == OUT_BLOCK {
+                        tile::<3, OUT_BLOCK>(a, weight, (o_all, o0), r0, (crop, out));
+                        v += 3;
+                        continue;
+                    }
                     if v + 2 <= vectors && ob == OUT_BLOCK {
-                        tile::<2, OUT_BLOCK>(a, weight, o_all, o0, r0, out);
+                        tile::<2, OUT_BLOCK>(a, weight, (o_all, o0), r0, (crop, out));
                         v += 2;
                         continue;
                     }
                     match ob {
-                        8 => tile::<1, 8>(a, weight, o_all, o0, r0, out),
-                        7 => tile::<1, 7>(a, weight, o_all, o0, r0, out),
-                        6 => tile::<1, 6>(a, weight, o_all, o0, r0, out),
-                        5 => tile::<1, 5>(a, weight, o_all, o0, r0, out),
-                        4 => tile::<1, 4>(a, weight, o_all, o0, r0, out),
-                        3 => tile::<1, 3>(a, weight, o_all, o0, r0, out),
-                        2 => tile::<1, 2>(a, weight, o_all, o0, r0, out),
-                        _ => tile::<1, 1>(a, weight, o_all, o0, r0, out),
+                        8 => tile::<1, 8>(a, weight, (o_all, o0), r0, (crop, out)),
+                        7 => tile::<1, 7>(a, weight, (o_all, o0), r0, (crop, out)),
+                        6 => tile::<1, 6>(a, weight, (o_all, o0), r0, (crop, out)),
+                        5 => tile::<1, 5>(a, weight, (o_all, o0), r0, (crop, out)),
+                        4 => tile::<1, 4>(a, weight, (o_all, o0), r0, (crop, out)),
+                        3 => tile::<1, 3>(a, weight, (o_all, o0), r0, (crop, out)),
+                        2 => tile::<1, 2>(a, weight, (o_all, o0), r0, (crop, out)),
+                        _ => tile::<1, 1>(a, weight, (o_all, o0), r0, (crop, out)),
                     }
                 }
                 v += 1;
@@ -155,22 +230,22 @@ mod avx512 {
     }
 
     /// Output channels `o0..o0 + OB` at grid points `r0..r0 + 16 RB`: `OB x RB` vector
-    /// accumulators over all `C kh kw` terms, then one store each.
+    /// accumulators over all `C kh kw` terms, then each stored (masked) to the output pixels
+    /// among its points.
     ///
     /// # Safety
     /// AVX-512F; `o0 + OB <= O`, `r0 + 16 RB <= grid`, and the operands as long as
     /// [`super::product`] asserts. Every access is then in bounds: input `c S + r0 + off + 16 RB
     /// - 1 < (C - 1) S + max off + grid`, weight `(c taps + t) O + o0 + OB - 1 < C taps O`,
-    /// output `(o0 + o) grid + r0 + 16 RB - 1 < O grid`.
+    /// output: the lanes [`Crop::runs`] gives, inside `y` by [`super::product`]'s asserts.
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn tile<const RB: usize, const OB: usize>(
         a: &Views,
         weight: &[f32],
-        o_all: usize,
-        o0: usize,
+        (o_all, o0): (usize, usize),
         r0: usize,
-        out: *mut f32,
+        (crop, out): (&Crop, *mut f32),
     ) {
         let mut acc: [[__m512; RB]; OB] = [[_mm512_setzero_ps(); RB]; OB];
         let (xp, weight) = (a.xp.as_ptr(), weight.as_ptr());
@@ -195,7 +270,12 @@ mod avx512 {
             }
             for (o, acc) in acc.iter().enumerate() {
                 for (b, &acc) in acc.iter().enumerate() {
-                    _mm512_storeu_ps(out.wrapping_add((o0 + o) * a.grid + r0 + b * LANES), acc);
+                    crop.runs(r0 + b * LANES, o0 + o, o_all, |k, lanes, at| {
+                        // Lanes `k..k + lanes` to `y[at..at + lanes]`: the base pointer is
+                        // `k` before `at` (masked lanes are never touched).
+                        let mask = (((1u32 << lanes) - 1) << k) as u16;
+                        _mm512_mask_storeu_ps(out.wrapping_add(at).wrapping_sub(k), mask, acc);
+                    });
                 }
             }
         }

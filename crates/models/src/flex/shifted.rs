@@ -217,23 +217,29 @@ fn forward_with(
         let buffers = &mut *buffers.borrow_mut();
         let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
         pad(g, n, x, xp);
-        let grid = grown(&mut buffers.grid, o * m);
         let taps = g.tap_offsets();
         if direct && direct::available() {
-            direct::product(&g.views(n, xp, &taps), weight, o, grid);
-        } else {
-            // Tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout.
-            let kw = g.kernel[1];
-            for t in 0..taps.len() {
-                let w_pq = View {
-                    data: &weight[t * o..],
-                    rows: o,
-                    cols: c,
-                    row_stride: 1,
-                    col_stride: taps.len() * o,
-                };
-                matmul(grid, w_pq, tap(g, n, xp, t / kw, t % kw), t > 0);
-            }
+            let crop = direct::Crop {
+                images: n,
+                plane: hp * wp,
+                pitch: wp,
+                out_hw: [oh, ow],
+            };
+            direct::product(&g.views(n, xp, &taps), weight, o, &crop, y);
+            return;
+        }
+        // Tap by tap, `Y' += W_pq X_pq` over the weight's `[C, taps, O]` layout, then cropped.
+        let grid = grown(&mut buffers.grid, o * m);
+        let kw = g.kernel[1];
+        for t in 0..taps.len() {
+            let w_pq = View {
+                data: &weight[t * o..],
+                rows: o,
+                cols: c,
+                row_stride: 1,
+                col_stride: taps.len() * o,
+            };
+            matmul(grid, w_pq, tap(g, n, xp, t / kw, t % kw), t > 0);
         }
         for (b, y) in y.chunks_mut(o * oh * ow).take(n).enumerate() {
             for (oc, y) in y.chunks_mut(oh * ow).enumerate() {
