@@ -38,26 +38,76 @@ fn relu_grad(y: f32, g: f32) -> f32 {
     if y.is_nan() || y > 0.0 { g } else { 0.0 }
 }
 
-/// `(sum u, sum v)` of `(u, v) = f(a_i, b_i)` over the pairs of `a` and `b` (equal lengths), in
-/// `LANES` interleaved `f32` partial sums (vectorised), added up in `f64`.
-fn pair_sums(a: &[f32], b: &[f32], f: impl Fn(f32, f32) -> (f32, f32)) -> (f64, f64) {
+/// `(sum (a_i - sa), sum (a_i - sa) (b_i - sb))` over `a` and `b` (equal lengths), in `LANES`
+/// interleaved `f32` partial sums, added up in `f64`; the whole chunks in AVX-512 registers
+/// where the CPU has them (the same sums either way: same lanes, no multiply-add fused).
+fn centred_sums(a: &[f32], sa: f32, b: &[f32], sb: f32) -> (f64, f64) {
+    centred_sums_with(a, sa, b, sb, super::direct::available())
+}
+
+/// [`centred_sums`], by the AVX-512 loop if `vector` (which needs the CPU to have it).
+fn centred_sums_with(a: &[f32], sa: f32, b: &[f32], sb: f32, vector: bool) -> (f64, f64) {
+    assert_eq!(a.len(), b.len());
     let (mut t1, mut t2) = ([0.0f32; LANES], [0.0f32; LANES]);
     let (ca, ra) = a.as_chunks::<LANES>();
     let (cb, rb) = b.as_chunks::<LANES>();
-    for (ca, cb) in ca.iter().zip(cb) {
-        for k in 0..LANES {
-            let (u, v) = f(ca[k], cb[k]);
-            t1[k] += u;
-            t2[k] += v;
+    let vector = cfg!(target_arch = "x86_64") && vector;
+    #[cfg(target_arch = "x86_64")]
+    if vector {
+        assert!(super::direct::available(), "AVX-512F");
+        // SAFETY: the CPU has AVX-512F.
+        unsafe { centred_sums_avx512(ca, sa, cb, sb, (&mut t1, &mut t2)) };
+    }
+    if !vector {
+        for (ca, cb) in ca.iter().zip(cb) {
+            for k in 0..LANES {
+                let u = ca[k] - sa;
+                t1[k] += u;
+                t2[k] += u * (cb[k] - sb);
+            }
         }
     }
     for (&x, &y) in ra.iter().zip(rb) {
-        let (u, v) = f(x, y);
+        let u = x - sa;
         t1[0] += u;
-        t2[0] += v;
+        t2[0] += u * (y - sb);
     }
     let add = |t: [f32; LANES]| t.iter().map(|&v| v as f64).sum::<f64>();
     (add(t1), add(t2))
+}
+
+/// The whole chunks of [`centred_sums`] in AVX-512 registers: the same lanes, additions and
+/// products (none fused) as the scalar loop.
+///
+/// # Safety
+/// AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn centred_sums_avx512(
+    a: &[[f32; LANES]],
+    sa: f32,
+    b: &[[f32; LANES]],
+    sb: f32,
+    (t1, t2): (&mut [f32; LANES], &mut [f32; LANES]),
+) {
+    use std::arch::x86_64::{
+        _mm512_add_ps, _mm512_loadu_ps, _mm512_mul_ps, _mm512_set1_ps, _mm512_setzero_ps,
+        _mm512_storeu_ps, _mm512_sub_ps,
+    };
+    let (va, vb) = (_mm512_set1_ps(sa), _mm512_set1_ps(sb));
+    let (mut s1, mut s2) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    for (ca, cb) in a.iter().zip(b) {
+        // SAFETY: each chunk is 16 `f32`.
+        let (x, y) = unsafe { (_mm512_loadu_ps(ca.as_ptr()), _mm512_loadu_ps(cb.as_ptr())) };
+        let u = _mm512_sub_ps(x, va);
+        s1 = _mm512_add_ps(s1, u);
+        s2 = _mm512_add_ps(s2, _mm512_mul_ps(u, _mm512_sub_ps(y, vb)));
+    }
+    // SAFETY: each array is 16 `f32`.
+    unsafe {
+        _mm512_storeu_ps(t1.as_mut_ptr(), s1);
+        _mm512_storeu_ps(t2.as_mut_ptr(), s2);
+    }
 }
 
 /// Per-image, per-channel sums added up over the images in image order.
@@ -109,10 +159,7 @@ pub(crate) fn statistics(d: Dims, x: &[f32]) -> (Vec<f64>, Vec<f64>) {
                 .map(|c| {
                     let at = (n * channels + c) * spatial;
                     let (s, xs) = (shift[c], &x[at..at + spatial]);
-                    pair_sums(xs, xs, |v, _| {
-                        let z = v - s;
-                        (z, z * z)
-                    })
+                    centred_sums(xs, s, xs, s)
                 })
                 .collect()
         })
@@ -180,7 +227,7 @@ pub(crate) fn backward(
     let sums_of = |n: usize, c: usize, g: &[f32]| {
         let at = (n * channels + c) * spatial;
         let m = mean[c] as f32;
-        pair_sums(g, &x[at..at + spatial], |g, v| (g, g * (v - m)))
+        centred_sums(g, 0.0, &x[at..at + spatial], m)
     };
     // sum g and sum g (x - mean); dgamma = inv_std * the latter.
     let (masked, sums) = match y {
@@ -308,6 +355,23 @@ mod tests {
         }
         // The ReLU cases cut some elements (and not all): the masks were exercised.
         assert!(relu_cut > 5 && relu_cut < 55, "{relu_cut} cut");
+    }
+
+    /// The AVX-512 loop of the channel sums gives the scalar loop's sums bit for bit.
+    #[test]
+    fn both_ways_of_the_channel_sums_agree_exactly() {
+        let a: Vec<f32> = (0..87)
+            .map(|i| ((i * 37) % 101) as f32 * 0.173 - 5.0)
+            .collect();
+        let b: Vec<f32> = (0..87)
+            .map(|i| ((i * 53) % 97) as f32 * 0.311 + 2.0)
+            .collect();
+        let scalar = centred_sums_with(&a, 0.5, &b, -1.25, false);
+        let naive: f64 = a.iter().map(|&v| (v - 0.5) as f64).sum();
+        assert!((scalar.0 - naive).abs() < 1e-3, "{scalar:?} {naive}");
+        if crate::flex::direct::available() {
+            assert_eq!(centred_sums_with(&a, 0.5, &b, -1.25, true), scalar);
+        }
     }
 
     /// NaN goes through the ReLU both ways, as through burn-flex's `relu`.
