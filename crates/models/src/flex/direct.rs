@@ -312,7 +312,8 @@ mod avx512 {
     }
 
     /// `dw[t, c0 + j, o0 + i] = sum_r dy[o0 + i, r] xp[c0 + j, r + off_t]` for every tap and
-    /// `i < OB`, `j < CB`, with `part` (at least `taps OB CB` vectors) as the accumulators.
+    /// `i < OB`, `j < CB`, with `part` (at least `taps OB CB` vectors; contents unspecified) to carry
+    /// the accumulators from chunk to chunk.
     ///
     /// # Safety
     /// AVX-512F; `o0 + OB <= O`, `c0 + CB <= C`, and the operands as long as
@@ -330,16 +331,18 @@ mod avx512 {
         part: &mut [__m512],
     ) {
         let part = &mut part[..a.taps.len() * OB * CB];
-        part.fill(_mm512_setzero_ps());
         let dy = dy.as_ptr().wrapping_add(o0 * a.grid);
         let x = a.xp.as_ptr().wrapping_add(c0 * a.channel_stride);
         let (grid, stride) = (a.grid, a.channel_stride);
         for start in (0..grid).step_by(CHUNK) {
             let end = (start + CHUNK).min(grid);
             for (&off, part) in a.taps.iter().zip(part.chunks_exact_mut(OB * CB)) {
+                // From zero on the first chunk, else where the last one left them.
                 let mut acc = [[_mm512_setzero_ps(); CB]; OB];
-                for (i, acc) in acc.iter_mut().enumerate() {
-                    acc.copy_from_slice(&part[i * CB..(i + 1) * CB]);
+                if start > 0 {
+                    for (i, acc) in acc.iter_mut().enumerate() {
+                        acc.copy_from_slice(&part[i * CB..(i + 1) * CB]);
+                    }
                 }
                 let x = x.wrapping_add(off);
                 let mut r = start;

@@ -334,6 +334,8 @@ mod tests {
             (3, 5, 6, 7, 11, [3, 3], [1, 1]),
             (2, 4, 5, 4, 8, [3, 2], [2, 0]),
             (1, 6, 3, 3, 17, [1, 1], [0, 0]),
+            // A grid of more than one weight-gradient chunk (922 points).
+            (2, 4, 20, 20, 8, [3, 3], [1, 1]),
         ] {
             let g = Geometry {
                 batch: n,
