@@ -1,7 +1,8 @@
 //! Fast paths for training on burn-flex (`Device::flex().autodiff()`): convolution, batch
-//! normalisation and 2x2 max pooling as single tracked operations whose forward and backward run as our own
-//! kernels (matrix products over im2col matrices or shifted views of the padded images, and
-//! two-pass channel statistics, in parallel over rayon's pool), in place of burn 0.22's default
+//! normalisation (with the ReLU and residual sum after it), the option-A shortcut and 2x2 max
+//! pooling as single tracked operations whose forward and backward run as our own kernels
+//! (matrix products over im2col matrices or shifted views of the padded images, one-pass
+//! channel statistics; in parallel over rayon's pool), in place of burn 0.22's default
 //! backward passes, which flex inherits.
 //!
 //! [`crate::layers`] routes a layer here when its input and parameters live on
