@@ -130,16 +130,14 @@ fn fill_images(
     fill: impl Fn(usize, &mut [MaybeUninit<f32>]) -> Vec<(f64, f64)> + Sync,
 ) -> (Vec<f32>, Vec<(f64, f64)>) {
     let [batch, channels, spatial] = d;
-    let mut parts = Vec::new();
     // SAFETY: `fill` writes every element of its image (its contract above: each caller's
     // loops `write_map` the whole slice of each channel).
-    let out = unsafe {
+    let (out, parts) = unsafe {
         written(batch * channels * spatial, |out| {
-            parts = out
-                .par_chunks_mut((channels * spatial).max(1))
+            out.par_chunks_mut((channels * spatial).max(1))
                 .enumerate()
                 .map(|(n, image)| fill(n, image))
-                .collect();
+                .collect()
         })
     };
     (out, add_in_order(channels, parts))

@@ -68,6 +68,7 @@ pub(crate) fn forward(g: &Geometry, x: &[f32], w: &[f32]) -> Vec<f32> {
                     .zip(xs)
                     .for_each(|(y, x)| shifted::forward(g, x.len() / g.image(), x, &wl, y))
             })
+            .0
         };
     }
     let mut y = vec![0.0f32; len];
@@ -102,8 +103,7 @@ pub(crate) fn backward(
     } else {
         (g.weight_matrix(w), None)
     };
-    let mut partials: Vec<Vec<f32>> = Vec::new();
-    let groups = |dx: &mut [MaybeUninit<f32>]| {
+    let groups = |dx: &mut [MaybeUninit<f32>]| -> Vec<Vec<f32>> {
         let mut chunks: Vec<&mut [MaybeUninit<f32>]> = if want_x {
             dx.chunks_mut(IMAGES_PER_TASK * g.image()).collect()
         } else {
@@ -156,11 +156,7 @@ pub(crate) fn backward(
     };
     // SAFETY: each group's input gradient is written whole: by `shifted::forward`, or
     // zero-filled (`zeroed`) before col2im adds to it.
-    let dx = unsafe {
-        written(if want_x { g.batch * g.image() } else { 0 }, |dx| {
-            partials = groups(dx)
-        })
-    };
+    let (dx, partials) = unsafe { written(if want_x { g.batch * g.image() } else { 0 }, groups) };
     let dw = want_w.then(|| {
         let mut sum = vec![0.0f32; o * k];
         for p in &partials {

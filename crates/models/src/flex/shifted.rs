@@ -408,7 +408,7 @@ mod tests {
             }
             let layout = direct::weight_layout(&wt, o, c);
             for use_direct in [true, false] {
-                let y = unsafe {
+                let (y, ()) = unsafe {
                     written(want.len(), |y| {
                         forward_with(&g, n, &x, &layout, y, use_direct)
                     })

@@ -64,6 +64,7 @@ impl Shortcut {
                         }
                     })
             })
+            .0
         }
     }
 
@@ -87,6 +88,7 @@ impl Shortcut {
                         }
                     })
             })
+            .0
         }
     }
 }

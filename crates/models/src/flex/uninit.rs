@@ -3,17 +3,21 @@
 
 use std::mem::MaybeUninit;
 
-/// A vector of `len` elements, all of them written by `fill` (which gets them uninitialised).
+/// A vector of `len` elements, all of them written by `fill` (which gets them uninitialised),
+/// and what `fill` returns.
 ///
 /// # Safety
 ///
 /// `fill` must initialise every element of the slice it is given.
-pub(crate) unsafe fn written(len: usize, fill: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
+pub(crate) unsafe fn written<R>(
+    len: usize,
+    fill: impl FnOnce(&mut [MaybeUninit<f32>]) -> R,
+) -> (Vec<f32>, R) {
     let mut v = Vec::with_capacity(len);
-    fill(&mut v.spare_capacity_mut()[..len]);
+    let r = fill(&mut v.spare_capacity_mut()[..len]);
     // SAFETY: the caller's contract: `fill` initialised `v[..len]`.
     unsafe { v.set_len(len) };
-    v
+    (v, r)
 }
 
 /// `out` filled with zeros, as the initialised slice it now is.
@@ -48,7 +52,8 @@ mod tests {
 
     #[test]
     fn writers_set_every_element() {
-        let v = unsafe { written(5, |o| _ = write_map(o, &[1.0; 5], &[2.0; 5], |a, b| a + b)) };
+        let (v, ()) =
+            unsafe { written(5, |o| _ = write_map(o, &[1.0; 5], &[2.0; 5], |a, b| a + b)) };
         assert_eq!(v, [3.0; 5]);
         let mut buf = [MaybeUninit::new(7.0f32); 3];
         assert_eq!(zeroed(&mut buf), [0.0; 3]);
