@@ -122,6 +122,17 @@ fn add_in_order(channels: usize, parts: Vec<Vec<(f64, f64)>>) -> Vec<(f64, f64)>
     total
 }
 
+/// Per-channel sums of `f(image, channel)` over `[B, C, S]` data, in parallel over images and
+/// added up in image order.
+fn image_sums(d: Dims, f: impl Fn(usize, usize) -> (f64, f64) + Sync) -> Vec<(f64, f64)> {
+    let [batch, channels, _] = d;
+    let parts = (0..batch)
+        .into_par_iter()
+        .map(|n| (0..channels).map(|c| f(n, c)).collect())
+        .collect();
+    add_in_order(channels, parts)
+}
+
 /// A new `[B, C, S]` buffer whose image `n` (`C S` elements) `fill(n, image)` writes, every
 /// element of it, in parallel over images; with `fill`'s per-channel sums added up in image
 /// order.
@@ -150,19 +161,11 @@ pub(crate) fn statistics(d: Dims, x: &[f32]) -> (Vec<f64>, Vec<f64>) {
     // Sums of `x - s` with `s` the channel's first element: within a few standard deviations
     // of the mean, so `E (x - s)^2 - (E (x - s))^2` loses no precision to a large mean.
     let shift: Vec<f32> = (0..channels).map(|c| x[c * spatial]).collect();
-    let parts: Vec<_> = (0..batch)
-        .into_par_iter()
-        .map(|n| {
-            (0..channels)
-                .map(|c| {
-                    let at = (n * channels + c) * spatial;
-                    let (s, xs) = (shift[c], &x[at..at + spatial]);
-                    centred_sums(xs, s, xs, s)
-                })
-                .collect()
-        })
-        .collect();
-    let sums = add_in_order(channels, parts);
+    let sums = image_sums(d, |n, c| {
+        let at = (n * channels + c) * spatial;
+        let xs = &x[at..at + spatial];
+        centred_sums(xs, shift[c], xs, shift[c])
+    });
     let mut mean = Vec::with_capacity(channels);
     let mut var = Vec::with_capacity(channels);
     for (c, (s1, s2)) in sums.into_iter().enumerate() {
@@ -243,20 +246,13 @@ pub(crate) fn backward(
             });
             (Some(g), sums)
         }
-        None => {
-            let parts = (0..batch)
-                .into_par_iter()
-                .map(|n| {
-                    (0..channels)
-                        .map(|c| {
-                            let at = (n * channels + c) * spatial;
-                            sums_of(n, c, &dy[at..at + spatial])
-                        })
-                        .collect()
-                })
-                .collect();
-            (None, add_in_order(channels, parts))
-        }
+        None => (
+            None,
+            image_sums(d, |n, c| {
+                let at = (n * channels + c) * spatial;
+                sums_of(n, c, &dy[at..at + spatial])
+            }),
+        ),
     };
     let g: &[f32] = masked.as_deref().unwrap_or(dy);
     let dbeta: Vec<f64> = sums.iter().map(|s| s.0).collect();
