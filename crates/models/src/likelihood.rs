@@ -137,8 +137,13 @@ impl Likelihood {
 /// with `out0 = out`, `nll` and the gradient held constant ([`categorical_value_grad`]): its
 /// value is exactly `nll` (`out - out0 = 0`) and its gradient the closed form, so the backward
 /// pass is one multiply; burn's `log_softmax` would record six autodiff nodes and recompute the
-/// exponentials going back.
+/// exponentials going back. On `Autodiff<Flex>` in `f32` it is one tracked operation
+/// ([`crate::flex::categorical`]: one pass over the rows, the value and gradient in `f64`).
 fn categorical_nll(out: Tensor<2>, y: &Tensor<1, Int>) -> Tensor<1> {
+    #[cfg(feature = "flex")]
+    if let Some(nll) = crate::flex::categorical::nll(&out, y) {
+        return nll;
+    }
     let out0 = out.clone().inner();
     let (nll, grad) = categorical_value_grad(out0.clone(), y, out.is_autodiff());
     match grad {
@@ -154,12 +159,18 @@ fn categorical_nll(out: Tensor<2>, y: &Tensor<1, Int>) -> Tensor<1> {
 /// `d nll / d out = softmax(out) - onehot(y)`.
 ///
 /// The value runs the same operations as burn's autodiff `log_softmax` (max, subtract, exp,
-/// sum, log, subtract), then gather and sum, so it has the same bits as the autodiff path.
+/// sum, log, subtract), then gather and sum, so it has the same bits as the autodiff path. On
+/// burn-flex in `f32` both run [`crate::flex::categorical`]'s one pass instead (again the same
+/// bits on the two paths).
 pub(crate) fn categorical_value_grad(
     out: Tensor<2>,
     y: &Tensor<1, Int>,
     with_grad: bool,
 ) -> (Tensor<1>, Option<Tensor<2>>) {
+    #[cfg(feature = "flex")]
+    if let Some(v) = crate::flex::categorical::value_and_grad(&out, y, with_grad) {
+        return v;
+    }
     let y = y.clone().inner().unsqueeze_dim::<2>(1);
     let logp = activation::log_softmax(out, 1);
     let nll = logp.clone().gather(1, y.clone()).sum().neg();

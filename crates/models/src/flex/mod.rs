@@ -13,13 +13,16 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod batch_norm_op;
+pub(crate) mod categorical;
 pub(crate) mod conv;
 mod direct;
 mod gemm;
 mod im2col;
+pub(crate) mod linear;
 pub(crate) mod max_pool;
 mod shifted;
 pub(crate) mod shortcut;
+pub(crate) mod tanh;
 mod uninit;
 
 use std::borrow::Cow;

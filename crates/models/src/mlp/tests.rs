@@ -10,6 +10,7 @@ use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use sgmcmc_samplers::TargetError;
 
+use super::tanh::{tanh_by_ops, tanh_value_by_ops};
 use super::{Mlp, MlpConfig, MlpPosterior, tanh, tanh_value};
 use crate::Activation;
 use crate::likelihood::{Likelihood, Targets};
@@ -72,6 +73,48 @@ fn tanh_on_autodiff_has_the_same_value_and_the_derivative_of_its_value() {
             "tanh'({x}) = {g}, exact {exact}"
         );
     }
+}
+
+/// On burn-flex, [`tanh`] and [`tanh_value`] run as one pass each way
+/// (`crate::flex::tanh`); the values and gradients must be those of the element-wise tensor
+/// operations to the bit (same `f32` operations, same order), NaN and the clamp included. At
+/// `+-inf` the one-pass form is `+-1` where the on-graph form `t + (x - x0) (1 - t^2)` is NaN
+/// (`inf - inf`), and at `-0` it is `-0` where the on-graph form adds `+0` to it, so those
+/// three are compared with the plain values only.
+#[test]
+fn the_flex_tanh_is_the_tensor_operations_to_the_bit() {
+    let device = Device::flex().autodiff();
+    let mut xs = grid();
+    xs.extend([f64::NAN, 0.0, 1e3, -1e30, 7.905_311_107_635_498]);
+    let n = xs.len();
+    let bits =
+        |t: Tensor<2>| -> Vec<u32> { t.into_data().iter::<f32>().map(f32::to_bits).collect() };
+    let x0 = tensor(&xs, [1, n], &device.clone().inner());
+    let mut wide = xs.clone();
+    wide.extend([f64::INFINITY, f64::NEG_INFINITY, -0.0]);
+    let w0 = tensor(&wide, [1, n + 3], &device.clone().inner());
+    assert_eq!(bits(tanh_value(w0.clone())), bits(tanh_value_by_ops(w0)));
+    // An upstream gradient that is not all ones.
+    let dy: Vec<f64> = (0..n).map(|i| 0.5 + i as f64 * 1e-3).collect();
+    let dy = Tensor::from_inner(tensor(&dy, [1, n], &device.clone().inner()));
+    let run = |f: fn(Tensor<2>) -> Tensor<2>| {
+        let x = Tensor::from_inner(x0.clone()).require_grad();
+        let y = f(x.clone());
+        let g = x.grad(&(y.clone() * dy.clone()).sum().backward()).unwrap();
+        (bits(y.inner()), bits(g))
+    };
+    let (fast, ops) = (run(tanh), run(tanh_by_ops));
+    let differ = |a: &[u32], b: &[u32]| -> Vec<(f64, f32, f32)> {
+        (0..n)
+            // Bit for bit; any NaN matches any NaN (its sign and payload are not specified).
+            .filter(|&i| {
+                a[i] != b[i] && !(f32::from_bits(a[i]).is_nan() && f32::from_bits(b[i]).is_nan())
+            })
+            .map(|i| (xs[i], f32::from_bits(a[i]), f32::from_bits(b[i])))
+            .collect()
+    };
+    assert_eq!(differ(&fast.0, &ops.0), [], "values");
+    assert_eq!(differ(&fast.1, &ops.1), [], "gradients");
 }
 
 /// Logits `[3, 4]` with targets: rows of moderate, large (overflow-prone) and equal logits.
