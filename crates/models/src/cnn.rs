@@ -68,7 +68,7 @@ impl Cnn {
     /// (the same function as [`Network::forward`], which computes it channels-last by im2col;
     /// kept to check that path and to measure against).
     pub fn forward_reference(&self, x: Tensor<4>) -> Tensor<2> {
-        self.forward_nchw(x, Conv2d::forward, MaxPool2d::forward)
+        self.forward_nchw(x, (Conv2d::forward, MaxPool2d::forward, Linear::forward))
     }
 
     /// `fc2(relu(fc1(flatten(block2(block1(x))))))` on NCHW images, with
@@ -76,13 +76,16 @@ impl Cnn {
     fn forward_nchw(
         &self,
         x: Tensor<4>,
-        conv: impl Fn(&Conv2d, Tensor<4>) -> Tensor<4>,
-        pool: impl Fn(&MaxPool2d, Tensor<4>) -> Tensor<4>,
+        (conv, pool, dense): (
+            impl Fn(&Conv2d, Tensor<4>) -> Tensor<4>,
+            impl Fn(&MaxPool2d, Tensor<4>) -> Tensor<4>,
+            impl Fn(&Linear, Tensor<2>) -> Tensor<2>,
+        ),
     ) -> Tensor<2> {
         let h = pool(&self.pool, activation::relu(conv(&self.conv1, x)));
         let h = pool(&self.pool, activation::relu(conv(&self.conv2, h)));
         let h: Tensor<2> = h.flatten(1, 3);
-        self.fc2.forward(activation::relu(self.fc1.forward(h)))
+        dense(&self.fc2, activation::relu(dense(&self.fc1, h)))
     }
 }
 
@@ -105,7 +108,12 @@ impl Network for Cnn {
     /// (burn's NCHW flatten order `(c, i, j)`) permuted to the channels-last order `(i, j, c)`.
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {
         if crate::layers::fast_conv(&x) {
-            return self.forward_nchw(x, crate::layers::conv2d, crate::layers::max_pool2d);
+            let layers = (
+                crate::layers::conv2d,
+                crate::layers::max_pool2d,
+                crate::layers::linear,
+            );
+            return self.forward_nchw(x, layers);
         }
         let [b, c, h, w] = x.dims();
         let x = if c == 1 {

@@ -261,7 +261,7 @@ impl ResNet {
     fn head(&self, h: Tensor<4>) -> Tensor<2> {
         // [b, c, h, w] -> [b, c, 1, 1] -> [b, c].
         let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
-        self.fc.forward(h)
+        crate::layers::linear(&self.fc, h)
     }
 }
 

@@ -169,7 +169,7 @@ impl Network for WideResNet {
         let h = self.blocks.iter().fold(h, |h, block| block.forward(h));
         let h = batch_norm_relu(&self.bn, h, None);
         let h: Tensor<2> = h.mean_dims(&[2, 3]).flatten(1, 3);
-        self.fc.forward(h)
+        crate::layers::linear(&self.fc, h)
     }
 }
 
