@@ -89,7 +89,9 @@ impl Backward<Flex, 1> for CategoricalBackward {
 pub(crate) fn nll(out: &Tensor<2>, y: &Tensor<1, Int>) -> Option<Tensor<1>> {
     let p = flex_ad(out)?;
     let [rows, k] = out.dims();
-    let (value, grad) = value_grad(&f32_slice(p.primitive()), k, &labels(y)?, true)?;
+    // The gradient only when it will be asked for (a forward-only pass records nothing).
+    let tracked = p.is_tracked();
+    let (value, grad) = value_grad(&f32_slice(p.primitive()), k, &labels(y)?, tracked)?;
     let v = FlexTensor::from_data(TensorData::new(vec![value], Shape::new([1])));
     let y = match CategoricalBackward
         .prepare::<NoCheckpointing>([p.node()])
