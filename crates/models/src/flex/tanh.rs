@@ -58,7 +58,7 @@ fn map(out: &mut [MaybeUninit<f32>], a: &[f32], b: &[f32], f: impl Fn(f32, f32) 
     }
 }
 
-/// [`map`] of `tanh` (`which = false`) or of the slope (`true`), compiled for AVX-512F.
+/// [`map`] of `tanh` (`slope` false) or of `b (1 - a^2)` (`slope` true), compiled for AVX-512F.
 ///
 /// # Safety
 /// AVX-512F.
