@@ -22,8 +22,12 @@ pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
         crate::flex::flex_ad(&x),
         crate::flex::flex_ad(&layer.weight.val()),
     ) {
-        let bias = layer.bias.as_ref().map(|b| crate::flex::flex_ad(&b.val()));
-        if let Some(bias) = bias.map_or(Some(None), |b| b.map(Some)) {
+        // No bias, or a bias on flex too (else burn's path).
+        let bias = match &layer.bias {
+            None => Some(None),
+            Some(b) => crate::flex::flex_ad(&b.val()).map(Some),
+        };
+        if let Some(bias) = bias {
             return crate::flex::tensor(crate::flex::linear::linear(xp, wp, bias));
         }
     }

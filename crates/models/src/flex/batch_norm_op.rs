@@ -9,10 +9,9 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, NodeGuard, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{Shape, TensorData};
 
 use super::batch_norm::{Dims, backward, forward, statistics};
-use super::{FlexAd, f32_slice};
+use super::{FlexAd, dims_of, f32_slice, from_f32};
 
 #[derive(Clone, Debug)]
 struct State {
@@ -47,9 +46,7 @@ impl<const N: usize> Backward<Flex, N> for BatchNormBackward<N> {
             &f32_slice(&dy),
             y.as_deref(),
         );
-        let t = |v: Vec<f32>, shape: &[usize]| {
-            FlexTensor::from_data(TensorData::new(v, Shape::from(shape.to_vec())))
-        };
+        let t = |v: Vec<f32>, shape: &[usize]| from_f32(v, shape.to_vec());
         let channels = [s.dims[1]];
         let [x_node, gamma_node, beta_node] = [0, 1, 2].map(|i| ops.parents[i].clone());
         if let Some(node) = ops.parents.get(3).cloned().flatten() {
@@ -100,7 +97,7 @@ pub(crate) fn batch_norm_train(
     residual: Option<FlexAd>,
     relu: bool,
 ) -> (FlexAd, Vec<f32>, Vec<f32>) {
-    let shape: Vec<usize> = x.primitive().layout().shape().iter().copied().collect();
+    let shape = dims_of(x.primitive());
     let (batch, channels) = (shape[0], shape[1]);
     let dims = [batch, channels, shape[2..].iter().product()];
     let xs = f32_slice(x.primitive());
@@ -118,7 +115,7 @@ pub(crate) fn batch_norm_train(
         relu,
     );
     drop(xs);
-    let y = FlexTensor::from_data(TensorData::new(y, Shape::from(shape.clone())));
+    let y = from_f32(y, shape.clone());
     let stats = |v: &[f64]| v.iter().map(|&v| v as f32).collect::<Vec<f32>>();
     let (mean32, var32) = (stats(&mean), stats(&var));
     let relu_output = relu.then(|| y.clone());

@@ -33,13 +33,12 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{Shape, TensorData};
 use rayon::prelude::*;
 
 use super::gemm::{View, matmul};
 use super::im2col::{Geometry, Scratch};
 use super::uninit::{written, zeroed};
-use super::{FlexAd, f32_slice};
+use super::{FlexAd, f32_slice, from_f32};
 use super::{direct, shifted};
 
 /// Images per parallel task: fixed, so that the order of the weight-gradient sums is too.
@@ -173,10 +172,6 @@ pub(crate) fn backward(
     (want_x.then_some(dx), dw)
 }
 
-fn flex(data: Vec<f32>, shape: [usize; 4]) -> FlexTensor {
-    FlexTensor::from_data(TensorData::new(data, Shape::new(shape)))
-}
-
 #[derive(Debug)]
 struct ConvBackward;
 
@@ -193,11 +188,11 @@ impl Backward<Flex, 2> for ConvBackward {
         let (dx, dw) = backward(&g, &x, &w, &dy, node_x.is_some(), node_w.is_some());
         if let (Some(node), Some(dx)) = (node_x, dx) {
             let shape = [g.batch, g.channels, g.height, g.width];
-            grads.register::<Flex>(node.id, flex(dx, shape));
+            grads.register::<Flex>(node.id, from_f32(dx, shape));
         }
         if let (Some(node), Some(dw)) = (node_w, dw) {
             let shape = [g.out_channels, g.channels, g.kernel[0], g.kernel[1]];
-            grads.register::<Flex>(node.id, flex(dw, shape));
+            grads.register::<Flex>(node.id, from_f32(dw, shape));
         }
     }
 }
@@ -220,7 +215,7 @@ pub(crate) fn conv2d(x: FlexAd, w: FlexAd, stride: [usize; 2], padding: [usize; 
     let [oh, ow] = g.out_hw();
     let run = |x: &FlexTensor, w: &FlexTensor| {
         let y = forward(&g, &f32_slice(x), &f32_slice(w));
-        flex(y, [batch, out_channels, oh, ow])
+        from_f32(y, [batch, out_channels, oh, ow])
     };
     match ConvBackward
         .prepare::<NoCheckpointing>([x.node(), w.node()])

@@ -19,12 +19,11 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, NodeGuard, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{Shape, TensorData};
 use rayon::prelude::*;
 
 use super::gemm::{View, matmul};
 use super::uninit::written;
-use super::{FlexAd, f32_slice};
+use super::{FlexAd, f32_slice, from_f32};
 
 /// Multiply-adds below which a product runs on the calling thread (a rayon hand-off costs
 /// more than it saves there: the digits MLP's 100 x 64 x 100 products).
@@ -115,22 +114,19 @@ impl<const N: usize> Backward<Flex, N> for LinearBackward<N> {
         let State { x, w, dims } = ops.state;
         let [n, d_in, d_out] = dims;
         let dy = f32_slice(&dy);
-        let t = |v: Vec<f32>, shape: Vec<usize>| {
-            FlexTensor::from_data(TensorData::new(v, Shape::from(shape)))
-        };
         let dyv = View::rows(&dy, n, d_out);
         if let Some(node) = ops.parents[0].clone() {
             let w: FlexTensor = cp.retrieve_node_output(w);
             let dx = product(dyv, View::rows(&f32_slice(&w), d_in, d_out).t(), None);
-            grads.register::<Flex>(node.id, t(dx, vec![n, d_in]));
+            grads.register::<Flex>(node.id, from_f32(dx, [n, d_in]));
         }
         if let Some(node) = ops.parents[1].clone() {
             let x: FlexTensor = cp.retrieve_node_output(x);
             let dw = product(View::rows(&f32_slice(&x), n, d_in).t(), dyv, None);
-            grads.register::<Flex>(node.id, t(dw, vec![d_in, d_out]));
+            grads.register::<Flex>(node.id, from_f32(dw, [d_in, d_out]));
         }
         if let Some(node) = ops.parents.get(2).cloned().flatten() {
-            grads.register::<Flex>(node.id, t(column_sums(&dy, d_out), vec![d_out]));
+            grads.register::<Flex>(node.id, from_f32(column_sums(&dy, d_out), [d_out]));
         }
     }
 }
@@ -172,7 +168,7 @@ pub(crate) fn linear(x: FlexAd, w: FlexAd, b: Option<FlexAd>) -> FlexAd {
         bias.as_deref(),
     );
     drop(bias);
-    let y = FlexTensor::from_data(TensorData::new(y, Shape::new([n, d_out])));
+    let y = from_f32(y, [n, d_out]);
     match b {
         Some(b) => track([x.node(), w.node(), b.node()], (&x, &w), dims, y),
         None => track([x.node(), w.node()], (&x, &w), dims, y),

@@ -13,10 +13,9 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{Shape, TensorData};
 use rayon::prelude::*;
 
-use super::{FlexAd, f32_slice};
+use super::{FlexAd, f32_slice, from_f32};
 
 /// `[B, C, H, W]`.
 type Dims = [usize; 4];
@@ -87,7 +86,7 @@ impl Backward<Flex, 1> for MaxPoolBackward {
         let (d, arg) = ops.state;
         if let Some(node) = node {
             let dx = backward(d, &arg, &f32_slice(&dy));
-            let dx = FlexTensor::from_data(TensorData::new(dx, Shape::new(d)));
+            let dx = from_f32(dx, d);
             grads.register::<Flex>(node.id, dx);
         }
     }
@@ -100,7 +99,7 @@ pub(crate) fn max_pool2x2(x: FlexAd) -> FlexAd {
     let d = [s[0], s[1], s[2], s[3]];
     let [oh, ow] = out_hw(d);
     let (y, arg) = forward(d, &f32_slice(x.primitive()));
-    let y = FlexTensor::from_data(TensorData::new(y, Shape::new([d[0], d[1], oh, ow])));
+    let y = from_f32(y, [d[0], d[1], oh, ow]);
     match MaxPoolBackward
         .prepare::<NoCheckpointing>([x.node()])
         .compute_bound()

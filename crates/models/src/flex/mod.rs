@@ -30,7 +30,7 @@ use std::borrow::Cow;
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Autodiff, Flex};
-use burn::tensor::{DType, Tensor};
+use burn::tensor::{DType, Shape, Tensor, TensorData};
 
 /// A float tensor primitive of `Autodiff<Flex>`.
 pub(crate) type FlexAd = FloatTensor<Autodiff<Flex>>;
@@ -39,6 +39,16 @@ pub(crate) type FlexAd = FloatTensor<Autodiff<Flex>>;
 pub(crate) fn flex_ad<const D: usize>(t: &Tensor<D>) -> Option<FlexAd> {
     let p = t.clone().try_into_primitive::<Autodiff<Flex>>().ok()?;
     (p.primitive().dtype() == DType::F32).then_some(p)
+}
+
+/// A contiguous `f32` flex tensor of `shape` holding `data` (row-major).
+pub(crate) fn from_f32(data: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(data, shape))
+}
+
+/// The dimensions of a flex tensor.
+pub(crate) fn dims_of(t: &FlexTensor) -> Vec<usize> {
+    t.layout().shape().iter().copied().collect()
 }
 
 /// Back to a tensor.

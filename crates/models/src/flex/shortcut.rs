@@ -13,11 +13,10 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{Shape, TensorData};
 use rayon::prelude::*;
 
 use super::uninit::{written, zeroed};
-use super::{FlexAd, f32_slice};
+use super::{FlexAd, f32_slice, from_f32};
 
 /// The input's `[B, C, H, W]`, the stride and the zero channels before and after.
 #[derive(Clone, Copy, Debug)]
@@ -104,7 +103,7 @@ impl Backward<Flex, 1> for ShortcutBackward {
         let dy: FlexTensor = grads.consume::<Flex>(&ops.node);
         if let Some(node) = node {
             let dx = ops.state.backward(&f32_slice(&dy));
-            let dx = FlexTensor::from_data(TensorData::new(dx, Shape::new(ops.state.dims)));
+            let dx = from_f32(dx, ops.state.dims);
             grads.register::<Flex>(node.id, dx);
         }
     }
@@ -120,7 +119,7 @@ pub(crate) fn subsample_pad(x: FlexAd, stride: usize, pad: [usize; 2]) -> FlexAd
         pad,
     };
     let y = op.forward(&f32_slice(x.primitive()));
-    let y = FlexTensor::from_data(TensorData::new(y, Shape::new(op.out_dims())));
+    let y = from_f32(y, op.out_dims());
     match ShortcutBackward
         .prepare::<NoCheckpointing>([x.node()])
         .compute_bound()

@@ -15,10 +15,10 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{DType, Shape, Tensor, TensorData};
+use burn::tensor::{DType, Tensor};
 
 use super::uninit::written;
-use super::{f32_slice, flex_ad, tensor};
+use super::{dims_of, f32_slice, flex_ad, from_f32, tensor};
 use crate::mlp::tanh::{TANH_CLAMP, TANH_P, TANH_Q};
 
 /// `tanh_value(x)` for one element: the tensor path's operations, in its order.
@@ -92,15 +92,11 @@ fn elementwise(a: &[f32], b: &[f32], slope: bool) -> Vec<f32> {
     v
 }
 
-fn shape_of(t: &FlexTensor) -> Shape {
-    Shape::from(t.layout().shape().iter().copied().collect::<Vec<usize>>())
-}
-
 /// The rational `tanh` of every element of an `f32` flex tensor.
 fn value(x: &FlexTensor) -> FlexTensor {
     let xs = f32_slice(x);
     let t = elementwise(&xs, &xs, false);
-    FlexTensor::from_data(TensorData::new(t, shape_of(x)))
+    from_f32(t, dims_of(x))
 }
 
 #[derive(Debug)]
@@ -116,8 +112,7 @@ impl Backward<Flex, 1> for TanhBackward {
         if let Some(node) = node {
             let t = ops.state;
             let dx = elementwise(&f32_slice(&t), &f32_slice(&dy), true);
-            let dx = FlexTensor::from_data(TensorData::new(dx, shape_of(&t)));
-            grads.register::<Flex>(node.id, dx);
+            grads.register::<Flex>(node.id, from_f32(dx, dims_of(&t)));
         }
     }
 }
