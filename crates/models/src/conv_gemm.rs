@@ -113,9 +113,17 @@ fn device_offsets(
     k: usize,
     device: &Device,
 ) -> Tensor<1, Int> {
-    type Key = (Vec<(usize, usize)>, usize, usize, Device);
+    // `Device` equality does not tell a device from its autodiff form: the flag is part of the
+    // key, or an autodiff index would pull a plain forward pass onto the graph.
+    type Key = (Vec<(usize, usize)>, usize, usize, Device, bool);
     static CACHE: Mutex<Vec<(Key, Tensor<1, Int>)>> = Mutex::new(Vec::new());
-    let key: Key = (outputs.to_vec(), width, k, device.clone());
+    let key: Key = (
+        outputs.to_vec(),
+        width,
+        k,
+        device.clone(),
+        device.is_autodiff(),
+    );
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, t)) = cache.iter().find(|(k, _)| *k == key) {
         return t.clone();
