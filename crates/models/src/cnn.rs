@@ -101,6 +101,11 @@ fn block(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
 impl Network for Cnn {
     type Input = Tensor<4>;
 
+    /// Convolutions, pooling and dense layers compute the same on either device.
+    fn input_off_graph(&self, x: &Tensor<4>) -> Option<Tensor<4>> {
+        Some(x.clone().inner())
+    }
+
     /// `fc2(relu(fc1(flatten(block2(block1(x))))))` with `block = relu . maxpool2x2 . conv5x5`.
     /// Training on flex, the convolutions are [`crate::layers::conv2d`]'s (im2col-GEMM backward);
     /// elsewhere the blocks are computed channels-last by [`conv_pool_relu_nhwc`] (a gather and a

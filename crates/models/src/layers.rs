@@ -15,7 +15,7 @@ use burn::tensor::ops::PadMode;
 
 /// `layer.forward(x)` for `x: [n, d_in]`; on `Autodiff<Flex>` in `f32` as one operation whose
 /// products write their outputs once (the bias as the forward product's starting rows) and
-/// read transposes as strided views.
+/// read transposes as strided views; on plain flex the same forward product.
 pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     #[cfg(feature = "flex")]
     if let (Some(xp), Some(wp)) = (
@@ -31,6 +31,20 @@ pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
             return crate::flex::tensor(crate::flex::linear::linear(xp, wp, bias));
         }
     }
+    #[cfg(feature = "flex")]
+    if let (Some(xp), Some(wp)) = (
+        crate::flex::flex_plain(&x),
+        crate::flex::flex_plain(&layer.weight.val()),
+    ) {
+        let bias = match &layer.bias {
+            None => Some(None),
+            Some(b) => crate::flex::flex_plain(&b.val()).map(Some),
+        };
+        if let Some(bias) = bias {
+            let y = crate::flex::linear::linear_plain(&xp, &wp, bias.as_ref());
+            return crate::flex::plain(y);
+        }
+    }
     layer.forward(x)
 }
 
@@ -42,7 +56,7 @@ pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 }
 
 /// `conv.forward(x)`; on `Autodiff<Flex>` with groups 1, dilation 1 and symmetric padding, as
-/// one operation with an im2col-GEMM backward.
+/// one operation with an im2col-GEMM backward (on plain flex, its forward).
 pub fn conv2d(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
     #[cfg(feature = "flex")]
     if let Some(y) = flex_conv2d(conv, &x) {
@@ -51,10 +65,11 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
     conv.forward(x)
 }
 
-/// Whether [`conv2d`] on images like `x` takes the fast flex path (training on flex in `f32`).
+/// Whether [`conv2d`] on images like `x` takes the fast flex path (flex in `f32`, training or
+/// forward only).
 pub fn fast_conv(x: &Tensor<4>) -> bool {
     #[cfg(feature = "flex")]
-    return crate::flex::flex_ad(x).is_some();
+    return crate::flex::flex_ad(x).is_some() || crate::flex::flex_plain(x).is_some();
     #[cfg(not(feature = "flex"))]
     {
         let _ = x;
@@ -80,9 +95,24 @@ fn flex_conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
     {
         return None;
     }
-    let xp = crate::flex::flex_ad(x)?;
-    let wp = crate::flex::flex_ad(&conv.weight.val())?;
-    let y: Tensor<4> = crate::flex::tensor(crate::flex::conv::conv2d(xp, wp, conv.stride, padding));
+    let y: Tensor<4> = match (
+        crate::flex::flex_ad(x),
+        crate::flex::flex_ad(&conv.weight.val()),
+    ) {
+        (Some(xp), Some(wp)) => {
+            crate::flex::tensor(crate::flex::conv::conv2d(xp, wp, conv.stride, padding))
+        }
+        _ => {
+            let xp = crate::flex::flex_plain(x)?;
+            let wp = crate::flex::flex_plain(&conv.weight.val())?;
+            crate::flex::plain(crate::flex::conv::conv2d_plain(
+                &xp,
+                &wp,
+                conv.stride,
+                padding,
+            ))
+        }
+    };
     Some(match &conv.bias {
         Some(bias) => {
             let o = bias.dims()[0];
@@ -93,7 +123,7 @@ fn flex_conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
 }
 
 /// `pool.forward(x)`; for 2x2 windows with stride 2 (no padding, dilation 1, floor mode) on
-/// `Autodiff<Flex>`, as one pass forward and one backward.
+/// `Autodiff<Flex>`, as one pass forward and one backward (on plain flex, the forward pass).
 pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
     #[cfg(feature = "flex")]
     if pool.kernel_size == [2, 2]
@@ -101,9 +131,13 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
         && pool.dilation == [1, 1]
         && !pool.ceil_mode
         && matches!(pool.padding, PaddingConfig2d::Valid)
-        && let Some(xp) = crate::flex::flex_ad(&x)
     {
-        return crate::flex::tensor(crate::flex::max_pool::max_pool2x2(xp));
+        if let Some(xp) = crate::flex::flex_ad(&x) {
+            return crate::flex::tensor(crate::flex::max_pool::max_pool2x2(xp));
+        }
+        if let Some(xp) = crate::flex::flex_plain(&x) {
+            return crate::flex::plain(crate::flex::max_pool::max_pool2x2_plain(&xp));
+        }
     }
     pool.forward(x)
 }
@@ -206,7 +240,7 @@ fn flex_batch_norm<const D: usize>(
 
 #[cfg(test)]
 mod tests {
-    use burn::module::Param;
+    use burn::module::{Module, Param};
     use burn::nn::conv::Conv2dConfig;
     use burn::nn::{BatchNormConfig, PaddingConfig2d};
     use burn::tensor::{Device, Distribution};
@@ -265,6 +299,10 @@ mod tests {
                 let what = format!("{base:?} {n}x{d_in}x{d_out} bias {bias}");
                 assert_eq!(got.dims(), want.dims(), "{what}");
                 assert!(rel_err(got.clone(), want.clone()) < TOL, "{what} output");
+                // Forward only, off the graph (plain flex: the same product).
+                let off = linear(&layer.valid(), input().inner());
+                assert!(!off.is_autodiff(), "{what}: off the graph");
+                assert!(rel_err(off, want.clone().inner()) < TOL, "{what} plain");
                 let r = normal(got.dims(), &device);
                 let (g1, g2) = (
                     (got * r.clone()).sum().backward(),
@@ -315,6 +353,9 @@ mod tests {
                 assert_eq!(got.dims(), want.dims());
                 let what = format!("{base:?} c{c} o{o} k{k} s{stride} p{pad}");
                 assert!(rel_err(got.clone(), want.clone()) < TOL, "{what} output");
+                let off = conv2d(&conv.valid(), x.clone().inner());
+                assert!(!off.is_autodiff(), "{what}: off the graph");
+                assert!(rel_err(off, want.clone().inner()) < TOL, "{what} plain");
                 let r = normal(got.dims(), &device);
                 let (g1, g2) = (
                     (got * r.clone()).sum().backward(),
@@ -364,6 +405,9 @@ mod tests {
                 want.clone().into_data(),
                 "{base:?}"
             );
+            let off = max_pool2d(&pool, x.clone().inner());
+            assert!(!off.is_autodiff(), "{base:?}: off the graph");
+            assert_eq!(off.into_data(), want.clone().into_data(), "{base:?} plain");
             let r = normal(got.dims(), &device);
             let (g1, g2) = (
                 (got * r.clone()).sum().backward(),

@@ -36,6 +36,16 @@ pub enum Targets {
     Class(Tensor<1, Int>),
 }
 
+impl Targets {
+    /// The same targets on the inner device (off the autodiff graph).
+    pub fn inner(&self) -> Self {
+        match self {
+            Self::Real(y) => Self::Real(y.clone().inner()),
+            Self::Class(y) => Self::Class(y.clone().inner()),
+        }
+    }
+}
+
 impl Likelihood {
     /// Checks the parameters: a fixed precision must be finite and `> 0`, a Gamma shape and
     /// rate finite and `>= 0`.

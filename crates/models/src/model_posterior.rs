@@ -8,7 +8,7 @@ use sgmcmc_samplers::TargetError;
 use sgmcmc_samplers::density::{Energies, Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
 
-use crate::nll::NegLogLik;
+use crate::nll::{BatchNll, NegLogLik};
 use crate::prior::{Gaussian, Prior};
 
 /// `U~(theta) = -ln p(theta) + (N / n) NLL(batch | theta)` (ALGORITHMS.md scaling: energies
@@ -101,9 +101,13 @@ where
     M: Module,
     L: NegLogLik<M>,
 {
-    let nll = likelihood.nll(model, batch)?;
+    Ok(scaled(likelihood.nll(model, batch)?, n_data))
+}
+
+/// `(N / n) nll.sum` plus `nll.owned_prior`.
+fn scaled(nll: BatchNll, n_data: usize) -> Tensor<1> {
     let energy = nll.sum.mul_scalar(n_data as f64 / nll.n as f64);
-    Ok(plus(energy, nll.owned_prior))
+    plus(energy, nll.owned_prior)
 }
 
 /// The plain value of the data term `data` plus the detached prior at `model` (its gradient
@@ -186,10 +190,15 @@ where
         batch: &L::Batch,
         _rngs: &mut [ChainRng],
     ) -> Result<Energies, TargetError> {
-        // Forward only: a detaching prior adds its value without graph nodes.
+        // Forward only: a detaching prior adds its value without graph nodes, and the data
+        // term runs off the autodiff graph when the likelihood can
+        // ([`NegLogLik::nll_off_graph`]; burn frees forward-only graphs only at a backward).
         let (likelihood, prior) = (&self.likelihood, &self.prior);
         let e = if prior.detaches() {
-            let data = data_energy(likelihood, self.n_data, model, batch)?;
+            let data = match likelihood.nll_off_graph(model, batch) {
+                Some(nll) => scaled(nll?, self.n_data),
+                None => data_energy(likelihood, self.n_data, model, batch)?,
+            };
             with_detached_prior(self, model, data, None)
         } else {
             energy(likelihood, prior, self.n_data, model, batch)?

@@ -16,4 +16,13 @@ pub trait Network: Module {
     fn log_precision(&self) -> Option<&Param<Tensor<1>>> {
         None
     }
+
+    /// `x` with its tensors on the inner device (`Tensor::inner`), when `self.valid()`'s
+    /// forward pass on it computes what `self.forward(x)` computes on the autodiff device; `None`
+    /// (the default) when it may not (batch norm uses its running statistics off the autodiff
+    /// device, dropout is off) or the input cannot move. Forward-only energies then run
+    /// without an autodiff graph ([`NegLogLik::nll_off_graph`](crate::NegLogLik::nll_off_graph)).
+    fn input_off_graph(&self, _x: &Self::Input) -> Option<Self::Input> {
+        None
+    }
 }

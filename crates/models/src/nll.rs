@@ -44,6 +44,24 @@ pub trait NegLogLik<M>: Sync {
     fn owned_params(&self, _model: &M) -> Vec<ParamId> {
         Vec::new()
     }
+
+    /// The same negative log-likelihood computed off the autodiff graph, for forward-only
+    /// energies (e.g. of a control-variate snapshot): on `model.valid()` with the batch's
+    /// tensors on the inner device, so that no graph node is recorded; `None` (the default)
+    /// when the likelihood cannot move its batch or the network computes something else off
+    /// the graph (batch norm's running statistics, dropout), and the caller runs
+    /// [`NegLogLik::nll`] on the autodiff device instead.
+    ///
+    /// Why it matters: burn's autodiff backend registers every operation on an autodiff tensor
+    /// (tracked or not) in a graph that only a backward pass frees, so forward passes that are
+    /// never differentiated cost graph bookkeeping and keep their nodes alive.
+    fn nll_off_graph(
+        &self,
+        _model: &M,
+        _batch: &Self::Batch,
+    ) -> Option<Result<BatchNll, TargetError>> {
+        None
+    }
 }
 
 /// A closure `(model, batch) -> per-example NLL [n]` as a [`NegLogLik`] ([`nll_fn`]).

@@ -78,6 +78,10 @@ impl<M: Network + ModuleDisplay> Network for WithNoise<M> {
     fn log_precision(&self) -> Option<&Param<Tensor<1>>> {
         Some(&self.log_precision)
     }
+
+    fn input_off_graph(&self, x: &Self::Input) -> Option<Self::Input> {
+        self.net.input_off_graph(x)
+    }
 }
 
 /// `sum_{i, j} [e^s / 2 (y_ij - out_ij)^2 - s / 2 + ln(2 pi) / 2]`, the Gaussian negative

@@ -140,6 +140,18 @@ impl<M: Network> NegLogLik<M> for Likelihood {
     fn owned_params(&self, model: &M) -> Vec<ParamId> {
         model.log_precision().map(|p| p.id).into_iter().collect()
     }
+
+    fn nll_off_graph(
+        &self,
+        model: &M,
+        batch: &Batch<M::Input>,
+    ) -> Option<Result<BatchNll, TargetError>> {
+        let batch = Batch {
+            x: model.input_off_graph(&batch.x)?,
+            y: batch.y.inner(),
+        };
+        Some(self.nll(&model.valid(), &batch))
+    }
 }
 
 impl<M: Network> Target<M> for Posterior {

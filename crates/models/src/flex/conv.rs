@@ -197,12 +197,11 @@ impl Backward<Flex, 2> for ConvBackward {
     }
 }
 
-/// The convolution of `x: [B, C, H, W]` with `w: [O, C, kh, kw]` (no bias) as a tracked
-/// operation of `Autodiff<Flex>`; `[B, O, oh, ow]` out.
-pub(crate) fn conv2d(x: FlexAd, w: FlexAd, stride: [usize; 2], padding: [usize; 2]) -> FlexAd {
-    let [batch, channels, height, width] = dims4(x.primitive());
-    let [out_channels, _, kh, kw] = dims4(w.primitive());
-    let g = Geometry {
+/// The geometry of convolving `x: [B, C, H, W]` with `w: [O, C, kh, kw]`.
+fn geometry(x: &FlexTensor, w: &FlexTensor, stride: [usize; 2], padding: [usize; 2]) -> Geometry {
+    let [batch, channels, height, width] = dims4(x);
+    let [out_channels, _, kh, kw] = dims4(w);
+    Geometry {
         batch,
         channels,
         height,
@@ -211,12 +210,30 @@ pub(crate) fn conv2d(x: FlexAd, w: FlexAd, stride: [usize; 2], padding: [usize; 
         kernel: [kh, kw],
         stride,
         padding,
-    };
+    }
+}
+
+/// The forward convolution `[B, O, oh, ow]` of geometry `g`.
+fn run(g: &Geometry, x: &FlexTensor, w: &FlexTensor) -> FlexTensor {
     let [oh, ow] = g.out_hw();
-    let run = |x: &FlexTensor, w: &FlexTensor| {
-        let y = forward(&g, &f32_slice(x), &f32_slice(w));
-        from_f32(y, [batch, out_channels, oh, ow])
-    };
+    let y = forward(g, &f32_slice(x), &f32_slice(w));
+    from_f32(y, [g.batch, g.out_channels, oh, ow])
+}
+
+/// The convolution of plain flex tensors (no graph): what [`conv2d`] computes going forward.
+pub(crate) fn conv2d_plain(
+    x: &FlexTensor,
+    w: &FlexTensor,
+    stride: [usize; 2],
+    padding: [usize; 2],
+) -> FlexTensor {
+    run(&geometry(x, w, stride, padding), x, w)
+}
+
+/// The convolution of `x: [B, C, H, W]` with `w: [O, C, kh, kw]` (no bias) as a tracked
+/// operation of `Autodiff<Flex>`; `[B, O, oh, ow]` out.
+pub(crate) fn conv2d(x: FlexAd, w: FlexAd, stride: [usize; 2], padding: [usize; 2]) -> FlexAd {
+    let g = geometry(x.primitive(), w.primitive(), stride, padding);
     match ConvBackward
         .prepare::<NoCheckpointing>([x.node(), w.node()])
         .compute_bound()
@@ -225,10 +242,10 @@ pub(crate) fn conv2d(x: FlexAd, w: FlexAd, stride: [usize; 2], padding: [usize; 
         OpsKind::Tracked(mut prep) => {
             let x_id = prep.checkpoint(&x);
             let w_id = prep.checkpoint(&w);
-            let y = run(x.primitive(), w.primitive());
+            let y = run(&g, x.primitive(), w.primitive());
             prep.finish((x_id, w_id, g), y)
         }
-        OpsKind::UnTracked(prep) => prep.finish(run(x.primitive(), w.primitive())),
+        OpsKind::UnTracked(prep) => prep.finish(run(&g, x.primitive(), w.primitive())),
     }
 }
 

@@ -154,21 +154,34 @@ fn track<const N: usize>(
     }
 }
 
+/// `x W + b` and `[n, d_in, d_out]`.
+fn forward(x: &FlexTensor, w: &FlexTensor, b: Option<&FlexTensor>) -> (FlexTensor, [usize; 3]) {
+    let xs = x.layout().shape();
+    let ws = w.layout().shape();
+    let dims = [xs[0], xs[1], ws[1]];
+    let [n, d_in, d_out] = dims;
+    let bias = b.map(f32_slice);
+    let y = product(
+        View::rows(&f32_slice(x), n, d_in),
+        View::rows(&f32_slice(w), d_in, d_out),
+        bias.as_deref(),
+    );
+    (from_f32(y, [n, d_out]), dims)
+}
+
+/// `x W + b` of plain flex tensors (no graph): what [`linear`] computes going forward.
+pub(crate) fn linear_plain(x: &FlexTensor, w: &FlexTensor, b: Option<&FlexTensor>) -> FlexTensor {
+    forward(x, w, b).0
+}
+
 /// `x W + b` for `x: [n, d_in]`, `W: [d_in, d_out]`, `b: [d_out]` (optional) in `f32` on
 /// `Autodiff<Flex>`.
 pub(crate) fn linear(x: FlexAd, w: FlexAd, b: Option<FlexAd>) -> FlexAd {
-    let xs = x.primitive().layout().shape();
-    let ws = w.primitive().layout().shape();
-    let dims = [xs[0], xs[1], ws[1]];
-    let [n, d_in, d_out] = dims;
-    let bias = b.as_ref().map(|b| f32_slice(b.primitive()));
-    let y = product(
-        View::rows(&f32_slice(x.primitive()), n, d_in),
-        View::rows(&f32_slice(w.primitive()), d_in, d_out),
-        bias.as_deref(),
+    let (y, dims) = forward(
+        x.primitive(),
+        w.primitive(),
+        b.as_ref().map(|b| b.primitive()),
     );
-    drop(bias);
-    let y = from_f32(y, [n, d_out]);
     match b {
         Some(b) => track([x.node(), w.node(), b.node()], (&x, &w), dims, y),
         None => track([x.node(), w.node()], (&x, &w), dims, y),

@@ -92,14 +92,24 @@ impl Backward<Flex, 1> for MaxPoolBackward {
     }
 }
 
+/// The pooled tensor, the input's dimensions and the arg-max of every output.
+fn pool(x: &FlexTensor) -> (FlexTensor, Dims, Vec<u8>) {
+    let s = x.layout().shape();
+    let d = [s[0], s[1], s[2], s[3]];
+    let [oh, ow] = out_hw(d);
+    let (y, arg) = forward(d, &f32_slice(x));
+    (from_f32(y, [d[0], d[1], oh, ow]), d, arg)
+}
+
+/// The pooling of a plain flex tensor (no graph): what [`max_pool2x2`] computes going forward.
+pub(crate) fn max_pool2x2_plain(x: &FlexTensor) -> FlexTensor {
+    pool(x).0
+}
+
 /// 2x2 max pooling with stride 2 of `x: [B, C, H, W]` as a tracked operation of
 /// `Autodiff<Flex>`; `[B, C, H / 2, W / 2]` out.
 pub(crate) fn max_pool2x2(x: FlexAd) -> FlexAd {
-    let s = x.primitive().layout().shape();
-    let d = [s[0], s[1], s[2], s[3]];
-    let [oh, ow] = out_hw(d);
-    let (y, arg) = forward(d, &f32_slice(x.primitive()));
-    let y = from_f32(y, [d[0], d[1], oh, ow]);
+    let (y, d, arg) = pool(x.primitive());
     match MaxPoolBackward
         .prepare::<NoCheckpointing>([x.node()])
         .compute_bound()

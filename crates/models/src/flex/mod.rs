@@ -41,6 +41,17 @@ pub(crate) fn flex_ad<const D: usize>(t: &Tensor<D>) -> Option<FlexAd> {
     (p.primitive().dtype() == DType::F32).then_some(p)
 }
 
+/// The plain (no autodiff) flex primitive of an `f32` tensor, if it lives there.
+pub(crate) fn flex_plain<const D: usize>(t: &Tensor<D>) -> Option<FlexTensor> {
+    let p = t.clone().try_into_primitive::<Flex>().ok()?;
+    (p.dtype() == DType::F32).then_some(p)
+}
+
+/// A plain flex tensor back to a tensor.
+pub(crate) fn plain<const D: usize>(p: FlexTensor) -> Tensor<D> {
+    Tensor::from_primitive::<Flex>(p)
+}
+
 /// A contiguous `f32` flex tensor of `shape` holding `data` (row-major).
 pub(crate) fn from_f32(data: Vec<f32>, shape: impl Into<Shape>) -> FlexTensor {
     FlexTensor::from_data(TensorData::new(data, shape))
