@@ -14,13 +14,14 @@
 
 mod common;
 
+use common::nets::{labels, resnet8};
 use sgmcmc::burn::module::{Module, ModuleVisitor, Param};
 use sgmcmc::burn::optim::GradientsParams;
-use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
+use sgmcmc::burn::tensor::{Distribution, Tensor};
 use sgmcmc::models::model_posterior::energy;
 use sgmcmc::models::{
     Activation, Batch, Gaussian, GroupedGaussian, Laplace, Likelihood, MlpConfig, ModelPosterior,
-    Network, Prior, ResNetConfig, Targets, WithNoise,
+    Network, Prior, Targets, WithNoise,
 };
 use sgmcmc::samplers::density::Target;
 use sgmcmc::samplers::rng::ChainRng;
@@ -163,11 +164,6 @@ fn base_reference<M: Network>(
     GradientsParams::from_grads(e.backward(), model)
 }
 
-fn labels(n: usize, classes: i64, device: &Device) -> Tensor<1, Int> {
-    let y: Vec<i64> = (0..n as i64).map(|i| (i * 7 + 3) % classes).collect();
-    Tensor::from_data(TensorData::new(y, [n]), device)
-}
-
 #[test]
 fn the_detached_prior_matches_the_prior_on_the_graph_on_every_device() {
     for (choice, device, _) in common::devices() {
@@ -245,17 +241,7 @@ fn the_detached_prior_matches_the_prior_on_the_graph_on_every_device() {
         check(&format!("{choice} noise"), &noisy, &batch, learned);
 
         // BatchNorm running statistics are state, not parameters.
-        let resnet = ResNetConfig {
-            in_channels: 1,
-            ..ResNetConfig::new(8, 3)
-        }
-        .init(&ad)
-        .unwrap();
-        let x = Tensor::<4>::random([4, 1, 8, 8], Distribution::Normal(0.0, 1.0), &ad);
-        let batch = Batch {
-            x,
-            y: Targets::Class(labels(4, 3, &ad)),
-        };
+        let (resnet, batch) = resnet8(&ad);
         check(
             &format!("{choice} resnet8"),
             &resnet,

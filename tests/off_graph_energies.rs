@@ -14,16 +14,11 @@
 
 mod common;
 
-use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor, TensorData};
+use common::nets::{labels, resnet8};
+use sgmcmc::burn::tensor::{Distribution, Tensor};
 use sgmcmc::models::{
-    Activation, Batch, CnnConfig, Likelihood, MlpConfig, NegLogLik, Network, ResNetConfig, Targets,
-    WithNoise,
+    Activation, Batch, CnnConfig, Likelihood, MlpConfig, NegLogLik, Network, Targets, WithNoise,
 };
-
-fn labels(n: usize, classes: i64, device: &Device) -> Tensor<1, Int> {
-    let y: Vec<i64> = (0..n as i64).map(|i| (i * 5 + 1) % classes).collect();
-    Tensor::from_data(TensorData::new(y, [n]), device)
-}
 
 fn value(t: Tensor<1>) -> f64 {
     f64::from(t.into_scalar::<f32>())
@@ -133,17 +128,7 @@ fn forward_only_energies_run_off_the_graph_where_the_network_computes_the_same()
         );
 
         // Batch norm: stays on the graph (its statistics differ off the autodiff device).
-        let resnet = ResNetConfig {
-            in_channels: 1,
-            ..ResNetConfig::new(8, 3)
-        }
-        .init(&ad)
-        .unwrap();
-        let x = Tensor::<4>::random([4, 1, 8, 8], Distribution::Normal(0.0, 1.0), &ad);
-        let batch = Batch {
-            x,
-            y: Targets::Class(labels(4, 3, &ad)),
-        };
+        let (resnet, batch) = resnet8(&ad);
         let off = NegLogLik::<_>::nll_off_graph(&Likelihood::Categorical, &resnet, &batch);
         assert!(
             off.is_none(),

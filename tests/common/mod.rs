@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod mpi;
+pub mod nets;
 
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::Device;
