@@ -1,10 +1,11 @@
 //! Forward-only energies off the autodiff graph (`NegLogLik::nll_off_graph`, what
 //! `ModelPosterior::batch_energies` runs for control-variate snapshots and full passes): for the
 //! networks whose forward pass is the same on the inner device (MLP, CNN, a learned noise
-//! precision around an MLP) the negative log-likelihood is computed on plain tensors (no graph
-//! recorded) and equals the one on the autodiff device; a network with batch norm (whose
-//! running statistics replace the batch's off the autodiff device) stays on the graph. On every
-//! compiled device.
+//! precision around an MLP, a closure likelihood given a way to move its batches) the negative
+//! log-likelihood is computed on plain tensors (no graph recorded) and equals the one on the
+//! autodiff device; a network with batch norm (whose running statistics replace the batch's off
+//! the autodiff device) and a closure without that way stay on the graph. On every compiled
+//! device.
 //!
 //! Tolerance: both paths compute the same f32 operations; on flex the tracked dense layer is
 //! one GEMM accumulating into the bias and the plain one burn's product plus a bias pass, which
@@ -15,19 +16,24 @@
 mod common;
 
 use common::nets::{labels, resnet8};
+use sgmcmc::burn::nn::{Linear, LinearConfig};
 use sgmcmc::burn::tensor::{Distribution, Tensor};
 use sgmcmc::models::{
-    Activation, Batch, CnnConfig, Likelihood, MlpConfig, NegLogLik, Network, Targets, WithNoise,
+    Activation, Batch, CnnConfig, Likelihood, MlpConfig, NegLogLik, Targets, WithNoise, nll_fn,
 };
+
+/// A regression batch of a closure likelihood: inputs and targets.
+struct Xy(Tensor<2>, Tensor<2>);
 
 fn value(t: Tensor<1>) -> f64 {
     f64::from(t.into_scalar::<f32>())
 }
 
 /// The off-graph NLL of `model` on `batch` is plain (no autodiff) and equals the graph one.
-fn same_off_graph<M: Network>(what: &str, model: &M, batch: &Batch<M::Input>, l: Likelihood) {
-    let on_graph = NegLogLik::<M>::nll(&l, model, batch).unwrap();
-    let off = NegLogLik::<M>::nll_off_graph(&l, model, batch)
+fn same_off_graph<M, L: NegLogLik<M>>(what: &str, model: &M, batch: &L::Batch, l: L) {
+    let on_graph = l.nll(model, batch).unwrap();
+    let off = l
+        .nll_off_graph(model, batch)
         .unwrap_or_else(|| panic!("{what}: no off-graph path"))
         .unwrap();
     assert!(
@@ -134,5 +140,22 @@ fn forward_only_energies_run_off_the_graph_where_the_network_computes_the_same()
             off.is_none(),
             "{choice} resnet8: batch norm taken off the graph"
         );
+
+        // A closure likelihood on a user's module: off the graph once it says how to move its
+        // batches, on the graph until then.
+        let layer: Linear = LinearConfig::new(5, 2).init(&ad);
+        let unit_noise = |m: &Linear, b: &Xy| {
+            let r = m.forward(b.0.clone()) - b.1.clone();
+            r.powi_scalar(2).mul_scalar(0.5).sum_dim(1).squeeze_dim(1)
+        };
+        let xy = Xy(normal([12, 5]), normal([12, 2]));
+        let plain_only = nll_fn(unit_noise);
+        assert!(
+            plain_only.nll_off_graph(&layer, &xy).is_none(),
+            "{choice} closure: off the graph without a way to move its batch"
+        );
+        let moved =
+            nll_fn(unit_noise).off_graph(|b: &Xy| Xy(b.0.clone().inner(), b.1.clone().inner()));
+        same_off_graph(&format!("{choice} closure"), &layer, &xy, moved);
     }
 }

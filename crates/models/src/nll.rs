@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use burn::module::ParamId;
+use burn::module::{Module, ParamId};
 use burn::tensor::Tensor;
 use sgmcmc_samplers::TargetError;
 
@@ -64,9 +64,11 @@ pub trait NegLogLik<M>: Sync {
     }
 }
 
-/// A closure `(model, batch) -> per-example NLL [n]` as a [`NegLogLik`] ([`nll_fn`]).
-pub struct NllFn<F, B> {
+/// A closure `(model, batch) -> per-example NLL [n]` as a [`NegLogLik`] ([`nll_fn`]), with
+/// an optional way to move its batches off the autodiff graph ([`NllFn::off_graph`]).
+pub struct NllFn<F, B, G = fn(&B) -> B> {
     f: F,
+    to_inner: Option<G>,
     _batch: PhantomData<fn(&B)>,
 }
 
@@ -79,13 +81,35 @@ where
 {
     NllFn {
         f,
+        to_inner: None,
         _batch: PhantomData,
     }
 }
 
-impl<M, B: Sync, F> NegLogLik<M> for NllFn<F, B>
+impl<F, B, G> NllFn<F, B, G> {
+    /// The same likelihood with forward-only energies (control-variate snapshots, full passes)
+    /// computed off the autodiff graph ([`NegLogLik::nll_off_graph`]): `to_inner(batch)` is the
+    /// batch with its tensors on the inner device (`Tensor::inner`), and the closure runs on
+    /// `model.valid()`. Give it only for a model whose forward pass computes the same there (no
+    /// batch norm, whose running statistics replace the batch's off the autodiff device, and
+    /// no dropout), e.g. `.off_graph(|b: &Xy| Xy(b.0.clone().inner(), b.1.clone().inner()))`.
+    pub fn off_graph<H>(self, to_inner: H) -> NllFn<F, B, H>
+    where
+        H: Fn(&B) -> B + Sync,
+    {
+        NllFn {
+            f: self.f,
+            to_inner: Some(to_inner),
+            _batch: PhantomData,
+        }
+    }
+}
+
+impl<M, B: Sync, F, G> NegLogLik<M> for NllFn<F, B, G>
 where
+    M: Module,
     F: Fn(&M, &B) -> Tensor<1> + Sync,
+    G: Fn(&B) -> B + Sync,
 {
     type Batch = B;
 
@@ -97,5 +121,10 @@ where
             ));
         }
         Ok(BatchNll::per_example(per_example))
+    }
+
+    fn nll_off_graph(&self, model: &M, batch: &B) -> Option<Result<BatchNll, TargetError>> {
+        let to_inner = self.to_inner.as_ref()?;
+        Some(self.nll(&model.valid(), &to_inner(batch)))
     }
 }
