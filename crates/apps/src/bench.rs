@@ -924,10 +924,7 @@ fn mlp_rates(
     // The same MLP with closed-form gradients on the plain device.
     let plain_batch = Batch {
         x: batch.x.clone().inner(),
-        y: match &batch.y {
-            Targets::Real(y) => Targets::Real(y.clone().inner()),
-            Targets::Class(y) => Targets::Class(y.clone().inner()),
-        },
+        y: batch.y.inner(),
     };
     net_rates(
         a,

@@ -107,8 +107,8 @@ impl Network for Cnn {
     }
 
     /// `fc2(relu(fc1(flatten(block2(block1(x))))))` with `block = relu . maxpool2x2 . conv5x5`.
-    /// Training on flex, the convolutions are [`crate::layers::conv2d`]'s (im2col-GEMM backward);
-    /// elsewhere the blocks are computed channels-last by [`conv_pool_relu_nhwc`] (a gather and a
+    /// On flex (training or forward only) the layers are [`crate::layers`]' (im2col-GEMM
+    /// backward); elsewhere the blocks are computed channels-last by [`conv_pool_relu_nhwc`] (a gather and a
     /// matrix product, which every backend differentiates well), with `fc1`'s weight rows
     /// (burn's NCHW flatten order `(c, i, j)`) permuted to the channels-last order `(i, j, c)`.
     fn forward(&self, x: Tensor<4>) -> Tensor<2> {

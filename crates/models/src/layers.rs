@@ -18,34 +18,31 @@ use burn::tensor::ops::PadMode;
 /// read transposes as strided views; on plain flex the same forward product.
 pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     #[cfg(feature = "flex")]
-    if let (Some(xp), Some(wp)) = (
-        crate::flex::flex_ad(&x),
-        crate::flex::flex_ad(&layer.weight.val()),
-    ) {
-        // No bias, or a bias on flex too (else burn's path).
-        let bias = match &layer.bias {
-            None => Some(None),
-            Some(b) => crate::flex::flex_ad(&b.val()).map(Some),
-        };
-        if let Some(bias) = bias {
-            return crate::flex::tensor(crate::flex::linear::linear(xp, wp, bias));
+    {
+        use crate::flex::{flex_ad, flex_plain, linear as op};
+        let w = layer.weight.val();
+        if let (Some(xp), Some(wp), Some(bias)) =
+            (flex_ad(&x), flex_ad(&w), bias_as(layer, flex_ad))
+        {
+            return crate::flex::tensor(op::linear(xp, wp, bias));
         }
-    }
-    #[cfg(feature = "flex")]
-    if let (Some(xp), Some(wp)) = (
-        crate::flex::flex_plain(&x),
-        crate::flex::flex_plain(&layer.weight.val()),
-    ) {
-        let bias = match &layer.bias {
-            None => Some(None),
-            Some(b) => crate::flex::flex_plain(&b.val()).map(Some),
-        };
-        if let Some(bias) = bias {
-            let y = crate::flex::linear::linear_plain(&xp, &wp, bias.as_ref());
-            return crate::flex::plain(y);
+        if let (Some(xp), Some(wp), Some(bias)) =
+            (flex_plain(&x), flex_plain(&w), bias_as(layer, flex_plain))
+        {
+            return crate::flex::plain(op::linear_plain(&xp, &wp, bias.as_ref()));
         }
     }
     layer.forward(x)
+}
+
+/// `layer`'s bias as `get` reads it: `Some(None)` without a bias, `None` when `get` cannot read
+/// it (another device or dtype: burn's path then).
+#[cfg(feature = "flex")]
+fn bias_as<P>(layer: &Linear, get: impl Fn(&Tensor<1>) -> Option<P>) -> Option<Option<P>> {
+    match &layer.bias {
+        None => Some(None),
+        Some(b) => get(&b.val()).map(Some),
+    }
 }
 
 /// `tanh(x)` as the MLPs compute it: the rational approximation of Eigen and XLA (absolute

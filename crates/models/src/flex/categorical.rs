@@ -15,9 +15,9 @@ use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
 use burn::backend::{Autodiff, Flex};
-use burn::tensor::{DType, Int, Tensor};
+use burn::tensor::{Int, Tensor};
 
-use super::{f32_slice, flex_ad, from_f32, tensor};
+use super::{f32_slice, flex_ad, flex_plain, from_f32, plain, tensor};
 
 /// `(sum_i nll_i, softmax - onehot)` of row-major logits `[rows, k]`; `None` if a label is
 /// outside `0..k` (the caller's own path then reports it as it always did).
@@ -61,7 +61,7 @@ fn labels(y: &Tensor<1, Int>) -> Option<Vec<i64>> {
 
 /// A flex tensor of `shape` holding `v`.
 fn flex<const D: usize>(v: Vec<f32>, shape: [usize; D]) -> Tensor<D> {
-    Tensor::from_primitive::<Flex>(from_f32(v, shape))
+    plain(from_f32(v, shape))
 }
 
 #[derive(Debug)]
@@ -110,13 +110,7 @@ pub(crate) fn value_and_grad(
     y: &Tensor<1, Int>,
     with_grad: bool,
 ) -> Option<(Tensor<1>, Option<Tensor<2>>)> {
-    if out.is_autodiff() {
-        return None;
-    }
-    let p = out.clone().try_into_primitive::<Flex>().ok()?;
-    if p.dtype() != DType::F32 {
-        return None;
-    }
+    let p = flex_plain(out)?;
     let [rows, k] = out.dims();
     let (value, grad) = value_grad(&f32_slice(&p), k, &labels(y)?, with_grad)?;
     let grad = with_grad.then(|| flex(grad, [rows, k]));

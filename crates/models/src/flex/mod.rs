@@ -43,6 +43,9 @@ pub(crate) fn flex_ad<const D: usize>(t: &Tensor<D>) -> Option<FlexAd> {
 
 /// The plain (no autodiff) flex primitive of an `f32` tensor, if it lives there.
 pub(crate) fn flex_plain<const D: usize>(t: &Tensor<D>) -> Option<FlexTensor> {
+    if t.is_autodiff() {
+        return None;
+    }
     let p = t.clone().try_into_primitive::<Flex>().ok()?;
     (p.dtype() == DType::F32).then_some(p)
 }

@@ -15,10 +15,10 @@ use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
 use burn::backend::flex::FlexTensor;
-use burn::tensor::{DType, Tensor};
+use burn::tensor::Tensor;
 
 use super::uninit::written;
-use super::{dims_of, f32_slice, flex_ad, from_f32, tensor};
+use super::{dims_of, f32_slice, flex_ad, flex_plain, from_f32, plain, tensor};
 use crate::mlp::tanh::{TANH_CLAMP, TANH_P, TANH_Q};
 
 /// `tanh_value(x)` for one element: the tensor path's operations, in its order.
@@ -132,6 +132,5 @@ pub(crate) fn tanh<const D: usize>(x: &Tensor<D>) -> Option<Tensor<D>> {
         };
         return Some(tensor(y));
     }
-    let xp = x.clone().try_into_primitive::<Flex>().ok()?;
-    (xp.dtype() == DType::F32).then(|| Tensor::from_primitive::<Flex>(value(&xp)))
+    flex_plain(x).map(|xp| plain(value(&xp)))
 }

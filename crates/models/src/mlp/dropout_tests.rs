@@ -13,7 +13,7 @@ use sgmcmc_samplers::rng::ChainRng;
 
 use super::tests::{grad_values, host, mlp, posterior, problem};
 use super::{Dropout, DropoutLayers, Mlp, MlpPosterior, tanh};
-use crate::likelihood::{Likelihood, Targets};
+use crate::likelihood::Likelihood;
 use crate::network::Network;
 use crate::posterior::{Batch, Posterior};
 use crate::{Activation, prior};
@@ -64,10 +64,7 @@ fn autodiff_energy(
 fn plain(batch: &Batch<Tensor<2>>) -> Batch<Tensor<2>> {
     Batch {
         x: batch.x.clone().inner(),
-        y: match &batch.y {
-            Targets::Class(y) => Targets::Class(y.clone().inner()),
-            Targets::Real(y) => Targets::Real(y.clone().inner()),
-        },
+        y: batch.y.inner(),
     }
 }
 
