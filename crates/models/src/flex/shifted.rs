@@ -2,14 +2,22 @@
 //! images ("implicit GEMM"), by the register-blocked AVX-512 kernels of [`super::direct`]
 //! where the CPU has them and by one matrix product per kernel tap otherwise.
 //!
-//! A group of `n` images `x: [n, C, H, W]` is padded to `xp: [C, n, Hp, Wp]` (`Hp = H + 2
-//! pad_h`, `Wp = W + 2 pad_w`: each channel one contiguous run over the group's images), and the
-//! output is computed on a grid of the same pitch: output pixel `(b, i, j)` sits at
-//! `r = b Hp Wp + i Wp + j`, and grid points outside the output (`j >= ow`, `i >= oh`) are scratch
-//! that the result drops. With stride 1, tap `(p, q)` of output `r` reads `xp[c, r + p Wp + q]`,
-//! so its im2col block is the plain strided view `X_pq[c, r] = xp[c n Hp Wp + p Wp + q + r]`, one
-//! element apart along `r`, which the product reads in place (no copy, and no repacking by the
-//! `gemm` crate, whose kernels want exactly this unit stride along the output):
+//! A group of `n` images `x: [n, C, H, W]` is laid out as `xp: [C, n, R, P]`: each channel one
+//! contiguous run over the group's images, each image a frame of `R = H + G_h` rows of pitch
+//! `P = W + G_w`, its pixel `(i, j)` at frame row `pad_h + i`, column `pad_w + j`, zeros
+//! elsewhere. The `G_w = max(pad_w, kw - 1 - pad_w)` zero columns of a row serve as the right
+//! padding of that row and the left padding of the next, and the `G_h` zero rows of a frame as
+//! the bottom padding of one image and the top padding of the next (the "frame" layout: with
+//! `3x3` kernels and padding 1 an `8x8` image takes `9x9` points where separately padded images
+//! take `10x10`). The output is computed on a grid of the same pitch: output pixel `(b, i, j)`
+//! sits at `r = b R P + i P + j`, and grid points outside the output (`j >= ow`, `i >= oh`) are
+//! scratch that the result drops. With stride 1, tap `(p, q)` of output `r` reads
+//! `xp[c, r + p P + q]`: the zero-padded input's pixel `(i + p - pad_h, j + q - pad_w)`, a zero
+//! of its own row or frame where that pixel is outside the image, or of the next row or frame
+//! where the reach passes the pitch (`kw - 1 - pad_w <= G_w`, `pad_w <= G_w`, likewise for
+//! rows). So its im2col block is the plain strided view `X_pq[c, r] = xp[c n R P + p P + q + r]`,
+//! one element apart along `r`, which the product reads in place (no copy, and no repacking by
+//! the `gemm` crate, whose kernels want exactly this unit stride along the output):
 //!
 //! * forward: `Y' = sum_(p,q) W_pq X_pq` (`W_pq = w[:, :, p, q]: [O, C]`), then
 //!   `y[b, o, i, j] = Y'[o, r]`;
@@ -37,16 +45,16 @@ const ALIGN: usize = 16;
 impl Geometry {
     /// Whether the convolution runs on shifted views: stride 1, padding smaller than the kernel
     /// (so the input gradient is a convolution with non-negative padding), enough channels
-    /// (`C >= 4`) for products with `C` terms to be worth it, and a grid at most twice the
-    /// output (`Hp Wp <= 2 oh ow`: its dropped points cost the products work; the MNIST CNN's
-    /// valid 5x5 convolution of 12x12 maps, 2.25x, is faster by im2col).
+    /// (`C >= 4`) for products with `C` terms to be worth it, and a frame at most twice the
+    /// output (`R P <= 2 oh ow`: its dropped points cost the products work; the MNIST CNN's
+    /// valid 5x5 convolution of 12x12 maps, `16 x 16 / 8 x 8 = 4x`, is faster by im2col).
     pub(crate) fn shifted(&self) -> bool {
-        let [hp, wp] = self.padded_hw();
+        let [rows, pitch] = self.frame();
         self.pixel_major()
             && self.stride == [1, 1]
             && self.padding[0] < self.kernel[0]
             && self.padding[1] < self.kernel[1]
-            && hp * wp <= 2 * self.pixels()
+            && rows * pitch <= 2 * self.pixels()
     }
 
     /// The convolution whose forward pass is this one's input gradient: `dy` in, `dx` out.
@@ -87,44 +95,63 @@ impl Geometry {
 
     /// The kernels' views of `n` padded images `xp` ([`pad`]) at the tap offsets `taps`.
     fn views<'a>(&self, n: usize, xp: &'a [f32], taps: &'a [usize]) -> direct::Views<'a> {
-        let [hp, wp] = self.padded_hw();
+        let [rows, pitch] = self.frame();
         direct::Views {
             xp,
-            channel_stride: n * hp * wp,
+            channel_stride: n * rows * pitch,
             channels: self.channels,
             taps,
             grid: self.grid(n),
         }
     }
 
-    /// The tap offsets `p Wp + q` in the padded image, `(p, q)` row-major.
+    /// The tap offsets `p P + q` in the frame layout, `(p, q)` row-major.
     fn tap_offsets(&self) -> Vec<usize> {
-        let ([kh, kw], [_, wp]) = (self.kernel, self.padded_hw());
+        let ([kh, kw], [_, pitch]) = (self.kernel, self.frame());
         (0..kh)
-            .flat_map(|p| (0..kw).map(move |q| p * wp + q))
+            .flat_map(|p| (0..kw).map(move |q| p * pitch + q))
             .collect()
     }
 
-    /// `[Hp, Wp]`: one padded image.
-    fn padded_hw(&self) -> [usize; 2] {
-        [
-            self.height + 2 * self.padding[0],
-            self.width + 2 * self.padding[1],
-        ]
+    /// `[R, P]`: one image's frame, `R = H + G_h` rows of pitch `P = W + G_w` with `G =
+    /// max(pad, k - 1 - pad)` along each axis (see the module's documentation).
+    fn frame(&self) -> [usize; 2] {
+        let gap = |d: usize| self.padding[d].max(self.kernel[d] - 1 - self.padding[d]);
+        [self.height + gap(0), self.width + gap(1)]
+    }
+
+    /// Elements of one frame, `R P`.
+    fn plane(&self) -> usize {
+        let [rows, pitch] = self.frame();
+        rows * pitch
     }
 
     /// Points of the output grid of `n` images: up to the last output pixel, rounded up to
     /// [`ALIGN`].
     fn grid(&self, n: usize) -> usize {
-        let ([oh, ow], [hp, wp]) = (self.out_hw(), self.padded_hw());
-        ((n - 1) * hp * wp + (oh - 1) * wp + ow).next_multiple_of(ALIGN)
+        let ([oh, ow], pitch) = (self.out_hw(), self.frame()[1]);
+        ((n - 1) * self.plane() + (oh - 1) * pitch + ow).next_multiple_of(ALIGN)
+    }
+
+    /// Zeros after the last channel's frames: the views of the last channel read up to the
+    /// largest tap offset past the grid (and so do, with other channels' frames behind them,
+    /// the views of every other channel).
+    fn tail(&self, n: usize) -> usize {
+        let ([kh, kw], pitch) = (self.kernel, self.frame()[1]);
+        let reach = (kh - 1) * pitch + kw - 1 + self.grid(n);
+        reach.saturating_sub(n * self.plane())
+    }
+
+    /// Elements of the padded layout of `n` images: their frames and the [`tail`](Self::tail).
+    fn padded_len(&self, n: usize) -> usize {
+        self.channels * n * self.plane() + self.tail(n)
     }
 }
 
 /// Per-thread buffers, kept between calls so that each step reuses memory.
 #[derive(Default)]
 struct Buffers {
-    /// Padded images `[C, n, Hp, Wp]` (plus [`ALIGN`] points of slack).
+    /// Padded images `[C, n, R, P]` and their tail of zeros.
     xp: Vec<f32>,
     /// A product on the grid, `[O, grid]`.
     grid: Vec<f32>,
@@ -137,12 +164,14 @@ thread_local! {
     static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
 }
 
-/// The first `n` elements of `v`, grown if needed (contents unspecified).
+/// `n` elements of `v`, grown if needed (contents unspecified), from its first element on a
+/// 64-byte boundary (a cache line: vectors of 16 that start on one are read in one access).
 fn grown(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
-    if v.len() < n {
-        v.resize(n, 0.0);
+    if v.len() < n + ALIGN {
+        v.resize(n + ALIGN, 0.0);
     }
-    &mut v[..n]
+    let skip = v.as_ptr().align_offset(64).min(ALIGN);
+    &mut v[skip..skip + n]
 }
 
 /// Writes the rows (`width` long) of `src` into `dst`, a plane of pitch `pitch`, from row
@@ -161,28 +190,29 @@ fn place(dst: &mut [f32], src: &[f32], width: usize, pitch: usize, [top, left]: 
     rest.fill(0.0);
 }
 
-/// `x: [n, C, H, W]` into `xp: [C, n, Hp, Wp]` with zero borders (and zero slack after).
+/// `x: [n, C, H, W]` into the frame layout `xp: [C, n, R, P]` (zeros around every image),
+/// and zeros into the tail after it.
 fn pad(g: &Geometry, n: usize, x: &[f32], xp: &mut [f32]) {
-    let ([hp, wp], c) = (g.padded_hw(), g.channels);
-    let plane = g.height * g.width;
-    let (planes, slack) = xp.split_at_mut(c * n * hp * wp);
-    for (b, image) in x.chunks(c * plane).take(n).enumerate() {
-        for (ch, src) in image.chunks(plane).enumerate() {
-            let dst = &mut planes[(ch * n + b) * hp * wp..][..hp * wp];
-            place(dst, src, g.width, wp, g.padding);
+    let ([_, pitch], c, plane) = (g.frame(), g.channels, g.plane());
+    let pixels = g.height * g.width;
+    let (frames, tail) = xp.split_at_mut(c * n * plane);
+    for (b, image) in x.chunks(c * pixels).take(n).enumerate() {
+        for (ch, src) in image.chunks(pixels).enumerate() {
+            let dst = &mut frames[(ch * n + b) * plane..][..plane];
+            place(dst, src, g.width, pitch, g.padding);
         }
     }
-    slack.fill(0.0);
+    tail.fill(0.0);
 }
 
 /// The view `X_pq: [C, grid]` of the padded images.
 fn tap<'a>(g: &Geometry, n: usize, xp: &'a [f32], p: usize, q: usize) -> View<'a> {
-    let ([hp, wp], m) = (g.padded_hw(), g.grid(n));
+    let (pitch, m) = (g.frame()[1], g.grid(n));
     View {
-        data: &xp[p * wp + q..],
+        data: &xp[p * pitch + q..],
         rows: g.channels,
         cols: m,
-        row_stride: n * hp * wp,
+        row_stride: n * g.plane(),
         col_stride: 1,
     }
 }
@@ -210,19 +240,19 @@ fn forward_with(
     y: &mut [MaybeUninit<f32>],
     direct: bool,
 ) {
-    let ([hp, wp], [oh, ow]) = (g.padded_hw(), g.out_hw());
-    let (c, o, m) = (g.channels, g.out_channels, g.grid(n));
+    let ([_, pitch], plane, [oh, ow]) = (g.frame(), g.plane(), g.out_hw());
+    let (o, m) = (g.out_channels, g.grid(n));
     assert_eq!(y.len(), n * o * oh * ow, "output of {n} images");
     BUFFERS.with(|buffers| {
         let buffers = &mut *buffers.borrow_mut();
-        let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
+        let xp = grown(&mut buffers.xp, g.padded_len(n));
         pad(g, n, x, xp);
         let taps = g.tap_offsets();
         if direct && direct::available() {
             let crop = direct::Crop {
                 images: n,
-                plane: hp * wp,
-                pitch: wp,
+                plane,
+                pitch,
                 out_hw: [oh, ow],
             };
             direct::product(&g.views(n, xp, &taps), weight, o, &crop, y);
@@ -235,7 +265,7 @@ fn forward_with(
             let w_pq = View {
                 data: &weight[t * o..],
                 rows: o,
-                cols: c,
+                cols: g.channels,
                 row_stride: 1,
                 col_stride: taps.len() * o,
             };
@@ -243,9 +273,9 @@ fn forward_with(
         }
         for (b, y) in y.chunks_mut(o * oh * ow).take(n).enumerate() {
             for (oc, y) in y.chunks_mut(oh * ow).enumerate() {
-                let src = &grid[oc * m + b * hp * wp..];
+                let src = &grid[oc * m + b * plane..];
                 for (i, y) in y.chunks_mut(ow).enumerate() {
-                    y.write_copy_of_slice(&src[i * wp..][..ow]);
+                    y.write_copy_of_slice(&src[i * pitch..][..ow]);
                 }
             }
         }
@@ -261,11 +291,12 @@ pub(crate) fn weight_grad(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mu
 /// [`weight_grad`], by the AVX-512 kernel if `direct` and the CPU has it, else by one matrix
 /// product per tap.
 fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32], direct: bool) {
-    let ([hp, wp], [oh, ow], [kh, kw]) = (g.padded_hw(), g.out_hw(), g.kernel);
+    let ([_, pitch], plane) = (g.frame(), g.plane());
+    let ([oh, ow], [kh, kw]) = (g.out_hw(), g.kernel);
     let (c, o, m) = (g.channels, g.out_channels, g.grid(n));
     BUFFERS.with(|buffers| {
         let buffers = &mut *buffers.borrow_mut();
-        let xp = grown(&mut buffers.xp, c * n * hp * wp + ALIGN);
+        let xp = grown(&mut buffers.xp, g.padded_len(n));
         pad(g, n, x, xp);
         let dy_grid = grown(&mut buffers.dy_grid, m * o);
         // The output gradient on the grid: rows `[O, grid]` for the kernel, `[grid, O]` for
@@ -274,9 +305,9 @@ fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32
         let planes = dy.chunks(o * oh * ow).take(n);
         if kernel {
             for (oc, row) in dy_grid.chunks_mut(m).enumerate() {
-                let (images, rest) = row.split_at_mut(m.min(n * hp * wp));
-                for (dst, dy) in images.chunks_mut(hp * wp).zip(planes.clone()) {
-                    place(dst, &dy[oc * oh * ow..][..oh * ow], ow, wp, [0, 0]);
+                let (images, rest) = row.split_at_mut(m.min(n * plane));
+                for (dst, dy) in images.chunks_mut(plane).zip(planes.clone()) {
+                    place(dst, &dy[oc * oh * ow..][..oh * ow], ow, pitch, [0, 0]);
                 }
                 rest.fill(0.0);
             }
@@ -286,7 +317,7 @@ fn weight_grad_with(g: &Geometry, n: usize, x: &[f32], dy: &[f32], dw: &mut [f32
                 for (oc, dy) in dy.chunks(oh * ow).enumerate() {
                     for (i, dy) in dy.chunks(ow).enumerate() {
                         for (j, &v) in dy.iter().enumerate() {
-                            dy_grid[(b * hp * wp + i * wp + j) * o + oc] = v;
+                            dy_grid[(b * plane + i * pitch + j) * o + oc] = v;
                         }
                     }
                 }
@@ -334,8 +365,12 @@ mod tests {
             (3, 5, 6, 7, 11, [3, 3], [1, 1]),
             (2, 4, 5, 4, 8, [3, 2], [2, 0]),
             (1, 6, 3, 3, 17, [1, 1], [0, 0]),
-            // A grid of more than one weight-gradient chunk (922 points).
+            // A grid of more than one weight-gradient chunk (862 points).
             (2, 4, 20, 20, 8, [3, 3], [1, 1]),
+            // Frames whose gaps are set by the kernel's reach (`kh - 1 - pad_h = 3`) on one
+            // axis and by the padding (`pad_w = 3`) on the other, and a valid convolution.
+            (3, 4, 6, 5, 9, [5, 5], [1, 3]),
+            (2, 5, 7, 6, 16, [3, 3], [0, 0]),
         ] {
             let g = Geometry {
                 batch: n,
