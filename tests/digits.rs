@@ -11,11 +11,9 @@ use sgmcmc::apps::digits::{DigitsConfig, Gradients, run_digits};
 use sgmcmc::apps::error::AppError;
 use sgmcmc::data::digits::write_synthetic;
 
+/// A fresh scratch folder for `name` (removed when the test process exits).
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sgmcmc-digits-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch::dir(&format!("digits-{name}"))
 }
 
 /// A short run: 300 steps (about 25 epochs of 1000 synthetic images), models from step 100.

@@ -22,11 +22,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A fresh scratch folder for `name` (removed when the test process exits).
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sgmcmc-mnist-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch::dir(&format!("mnist-{name}"))
 }
 
 /// 16x16 images, 10 classes (0-4 in distribution, 5-9 held out), 100 training images per class.

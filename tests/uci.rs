@@ -7,11 +7,9 @@ use sgmcmc::apps::uci::protocol::{UciRun, run_split};
 use sgmcmc::data::UciDataset;
 use sgmcmc::data::uci::write_synthetic;
 
+/// A fresh scratch folder for `name` (removed when the test process exits).
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("sgmcmc-uci-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::scratch::dir(&format!("uci-{name}"))
 }
 
 #[test]

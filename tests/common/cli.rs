@@ -11,12 +11,9 @@ pub fn sgmcmc(args: &[&str]) -> Output {
         .expect("binary runs")
 }
 
-/// A fresh temp folder for `name`.
+/// A fresh scratch folder for `name` (removed when the test process exits).
 pub fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sgmcmc-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    super::scratch::dir(&format!("cli-{name}"))
 }
 
 /// A UCI run of seconds on the dataset `dataset` into `out`: one seed, 20 epochs, one job,

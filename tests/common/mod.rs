@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod mpi;
 pub mod nets;
+pub mod scratch;
 
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::Device;

@@ -164,15 +164,14 @@ impl Mushrooms {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_dir::TempDir;
 
     #[test]
     fn verify_checks_the_digest_and_names_the_file() {
-        let dir = std::env::temp_dir().join(format!("sgmcmc-mushroom-v-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(FILE), row("e", "x", false) + "\n").unwrap();
-        let err = verify_mushroom(&dir).unwrap_err().to_string();
+        let dir = TempDir::new("mushroom-verify");
+        dir.write(FILE, &(row("e", "x", false) + "\n"));
+        let err = verify_mushroom(&dir.0).unwrap_err().to_string();
         assert!(err.contains(FILE), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
         // The real file, where the shared datasets are.
         let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/datasets/mushroom");
         if real.join(FILE).exists() {
@@ -194,12 +193,10 @@ mod tests {
         cells.join(",")
     }
 
-    fn write(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("sgmcmc-mushroom-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
+    /// `text` written to `name` in `dir`; its path.
+    fn write(dir: &TempDir, name: &str, text: &str) -> PathBuf {
+        dir.write(name, text);
+        dir.0.join(name)
     }
 
     #[test]
@@ -211,7 +208,8 @@ mod tests {
             row("e", "x", false),
         ]
         .join("\n");
-        let path = write("ok.data", &format!("{text}\n\n"));
+        let dir = TempDir::new("mushroom-ok");
+        let path = write(&dir, "ok.data", &format!("{text}\n\n"));
         let m = Mushrooms::load(&path).unwrap();
         assert_eq!(m.len(), 3);
         assert_eq!(m.poisonous, vec![true, false, false]);
@@ -239,8 +237,9 @@ mod tests {
             (format!("{}\n{good}", row("e", "xy", false)), "1: column 2"),
             (String::new(), "no data rows"),
         ];
+        let dir = TempDir::new("mushroom-bad");
         for (i, (text, want)) in cases.iter().enumerate() {
-            let path = write(&format!("bad{i}.data"), text);
+            let path = write(&dir, &format!("bad{i}.data"), text);
             let e = Mushrooms::load(&path).unwrap_err().to_string();
             assert!(e.contains(&format!("bad{i}.data")), "{e}");
             assert!(e.contains(want), "{e} lacks {want}");
