@@ -43,6 +43,8 @@ use super::{direct, shifted};
 
 /// Images per parallel task: fixed, so that the order of the weight-gradient sums is too.
 const IMAGES_PER_TASK: usize = 4;
+/// Weight-gradient elements per parallel task of the sum over the tasks' partial gradients.
+const SUM_STRETCH: usize = 4096;
 /// The im2col matrix in `scratch.cols` as the `[K, L]` factor of `y = W cols`.
 fn cols_view<'a>(g: &Geometry, cols: &'a [f32]) -> View<'a> {
     let (k, l) = (g.patch(), g.pixels());
@@ -157,12 +159,18 @@ pub(crate) fn backward(
     // zero-filled (`zeroed`) before col2im adds to it.
     let (dx, partials) = unsafe { written(if want_x { g.batch * g.image() } else { 0 }, groups) };
     let dw = want_w.then(|| {
+        // In parallel over stretches of the weight, each element summed over the groups in
+        // their order (so the sums do not depend on the thread count either).
         let mut sum = vec![0.0f32; o * k];
-        for p in &partials {
-            for (s, v) in sum.iter_mut().zip(p) {
-                *s += v;
-            }
-        }
+        sum.par_chunks_mut(SUM_STRETCH)
+            .enumerate()
+            .for_each(|(i, sum)| {
+                for p in &partials {
+                    for (s, v) in sum.iter_mut().zip(&p[i * SUM_STRETCH..]) {
+                        *s += v;
+                    }
+                }
+            });
         if shifted {
             shifted::weight_from_taps(g, &sum)
         } else {
