@@ -165,10 +165,14 @@ pub fn pad_channels(x: Tensor<4>, pad: [usize; 2]) -> Tensor<4> {
 }
 
 /// `bn.forward(x)`; in training mode on `Autodiff<Flex>`, as one operation with two passes
-/// forward and two backward, and the same running-statistics update as burn's.
+/// forward and two backward, and the same running-statistics update as burn's; on an
+/// accelerator with its statistics reduced in stages ([`crate::staged`]).
 pub fn batch_norm<const D: usize>(bn: &BatchNorm, x: Tensor<D>) -> Tensor<D> {
     #[cfg(feature = "flex")]
     if let Some(y) = flex_batch_norm(bn, &x, None, false) {
+        return y;
+    }
+    if let Some(y) = crate::staged::batch_norm_train(bn, &x) {
         return y;
     }
     bn.forward(x)
@@ -186,7 +190,7 @@ pub fn batch_norm_relu<const D: usize>(
     if let Some(y) = flex_batch_norm(bn, &x, residual.as_ref(), true) {
         return y;
     }
-    let y = bn.forward(x);
+    let y = crate::staged::batch_norm_train(bn, &x).unwrap_or_else(|| bn.forward(x));
     activation::relu(match residual {
         Some(r) => y + r,
         None => y,

@@ -34,6 +34,7 @@ pub mod noise;
 pub mod posterior;
 pub mod prior;
 pub mod resnet;
+pub mod staged;
 pub mod wide_resnet;
 
 pub use classifier::{Architecture, ImageClassifier};

@@ -312,8 +312,8 @@ impl ModuleVisitor for Sum<'_, '_, '_> {
             d.add(param.id, &value, norm, factor);
         }
         let s = match norm {
-            Norm::Squared => value.powi_scalar(2).sum(),
-            Norm::Abs => value.abs().sum(),
+            Norm::Squared => crate::staged::sum_all(value.powi_scalar(2)),
+            Norm::Abs => crate::staged::sum_all(value.abs()),
         };
         let s = if factor == 1.0 {
             s
