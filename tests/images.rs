@@ -5,14 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::cli::{fails_with, sgmcmc, succeeds, tmp};
+use common::cli::{dir_in, fails_with, sgmcmc, succeeds, tmp};
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::apps::images::config::ImagesConfig;
 use sgmcmc::apps::images::data::ImagesData;
 use sgmcmc::apps::images::execute;
-use sgmcmc::apps::images::run::{Stop, read_checkpoint};
+use sgmcmc::apps::images::run::{Record, Stop, read_checkpoint};
 
 /// One run at a time: burn-flex reduces on the shared rayon pool, where a concurrent test can
 /// change the summation order (see `tests/mnist.rs`).
@@ -47,10 +47,18 @@ fn small(sampler: &str, epochs: f64) -> ImagesConfig {
     c
 }
 
-fn dir_in(root: &Path, name: &str) -> PathBuf {
-    let d = root.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A whole quiet run of `config` on flex into `dir`.
+fn on_flex(config: &ImagesConfig, data: &ImagesData, dir: &Path) -> Record {
+    execute(
+        config,
+        data,
+        dir,
+        DeviceChoice::Flex,
+        None,
+        Stop::default(),
+        true,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -61,16 +69,7 @@ fn the_resnet_pipeline_learns_the_synthetic_classes() {
     let config = small("msgd", 30.0);
     let data = ImagesData::load(&root, &config).unwrap();
     let dir = dir_in(&root, "msgd");
-    let record = execute(
-        &config,
-        &data,
-        &dir,
-        DeviceChoice::Flex,
-        None,
-        Stop::default(),
-        true,
-    )
-    .unwrap();
+    let record = on_flex(&config, &data, &dir);
     let last = record.evals.last().unwrap();
     // 32 test images of 10 classes: chance is 0.1 (3 right); the class row is 160 brighter than
     // the noise (0-63), so a network that learns gets nearly all of them.
@@ -169,6 +168,33 @@ fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
             "{sampler}: final parameters and state"
         );
     }
+}
+
+/// Batches prepared ahead on a background thread (`prefetch`, default 2) are the batches the
+/// step would have made itself: the same run, bit for bit, with and without them.
+#[test]
+fn prefetched_batches_give_the_plain_run_bit_for_bit() {
+    let _serial = serial();
+    let root = tmp("images-prefetch");
+    // A plain sampler and one that also draws fresh minibatches and full passes itself.
+    for sampler in ["sghmc", "cvr-resghmc"] {
+        let mut config = small(sampler, 2.0);
+        let data = ImagesData::load(&root, &config).unwrap();
+        let mut runs = Vec::new();
+        for depth in [0, 1, 3] {
+            config.prefetch = depth;
+            let dir = dir_in(&root, &format!("{sampler}-{depth}"));
+            runs.push(on_flex(&config, &data, &dir));
+        }
+        for r in &runs[1..] {
+            assert_eq!(runs[0].energies, r.energies, "{sampler}: energies");
+            assert_eq!(runs[0].evals, r.evals, "{sampler}: evaluations");
+            assert_eq!(runs[0].averages, r.averages, "{sampler}: model averages");
+        }
+    }
+    let mut bad = small("sghmc", 1.0);
+    bad.prefetch = 65;
+    assert!(bad.validate().is_err());
 }
 
 #[test]

@@ -16,6 +16,45 @@ pub fn tmp(name: &str) -> PathBuf {
     super::scratch::dir(&format!("cli-{name}"))
 }
 
+/// The folder `name` in `root`, created.
+pub fn dir_in(root: &std::path::Path, name: &str) -> PathBuf {
+    let d = root.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The energies of `sgmcmc bench --only seeded` on `device` at batch 16 (a seeded 20-step
+/// ResNet20 SGHMC chain), run in `root` (CubeCL's kernel cache then lives in the user's cache).
+pub fn seeded_energies(device: &str, root: &std::path::Path) -> Vec<f64> {
+    let out = root.join("bench");
+    let o = Command::new(env!("CARGO_BIN_EXE_sgmcmc"))
+        .args([
+            "bench",
+            "--only",
+            "seeded",
+            "--device",
+            device,
+            "--batches",
+            "16",
+            "--out",
+        ])
+        .arg(&out)
+        .current_dir(root)
+        .output()
+        .expect("binary runs");
+    assert!(
+        o.status.success(),
+        "{device}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let e: Vec<f64> = serde_json::from_value(s["energies"].clone()).unwrap();
+    assert_eq!(e.len(), 20, "{device}: {e:?}");
+    assert!(e.iter().all(|x| x.is_finite()), "{device}: {e:?}");
+    e
+}
+
 /// A UCI run of seconds on the dataset `dataset` into `out`: one seed, 20 epochs, one job,
 /// a checkpoint (so it writes `seed-0/`).
 pub fn short_uci_run<'a>(dataset: &'a str, out: &'a str) -> Vec<&'a str> {

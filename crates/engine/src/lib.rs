@@ -11,7 +11,8 @@
 //! * [`Run`]: the loop (steps or epochs, burn-in, thinning, checkpoints, resume).
 //! * [`Observer`]: what a run reports to; [`observers`] has the ones the library ships.
 //! * [`BatchSource`]: minibatches by `(epoch, index)`; [`DatasetBatches`] over any burn
-//!   dataset, [`Repeat`] for toys.
+//!   dataset, [`Repeat`] for toys, [`Prefetch`] to prepare the next ones on a thread of their
+//!   own while the device steps.
 //! * [`SavedPosterior`]: the models a run saved, loaded back to predict.
 //! * [`init`]: chains initialised from the run's seed; [`tuning`]: energy partitions and step
 //!   sizes from pilot runs.
@@ -30,6 +31,7 @@ pub mod mpi;
 pub mod observer;
 pub mod observers;
 pub mod posterior;
+pub mod prefetch;
 pub mod run;
 pub mod tuning;
 
@@ -38,4 +40,5 @@ pub use checkpoint::{Checkpoint, Checkpoints};
 pub use error::RunError;
 pub use observer::{Kept, Observer, Progress};
 pub use posterior::{SampleRow, SavedPosterior};
+pub use prefetch::Prefetch;
 pub use run::{Length, Run, RunReport};

@@ -193,8 +193,18 @@ pub struct ImagesConfig {
     pub anneal_temperature_factor: f64,
     /// Importance weights of the contour samplers' model average (see `sgmcmc mnist`).
     pub weights: WeightRule,
+    /// Training batches prepared ahead on a background thread (read, augmented, normalised and
+    /// uploaded while the device steps); 0 prepares each when the step asks. Changes no result.
+    #[serde(default = "default_prefetch")]
+    pub prefetch: usize,
     /// Run seed.
     pub seed: u64,
+}
+
+/// Batches kept ready by default: one in the queue and one being made hide a batch that takes
+/// less time than a step.
+fn default_prefetch() -> usize {
+    2
 }
 
 impl ImagesConfig {
@@ -279,6 +289,7 @@ impl ImagesConfig {
             anneal_factor: 1.01,
             anneal_temperature_factor: 1.01,
             weights: WeightRule::Reference,
+            prefetch: default_prefetch(),
             seed: 1,
         };
         match name {
@@ -353,6 +364,12 @@ impl ImagesConfig {
         }
         if self.batch == 0 || self.width == 0 {
             return bad("batch and width must be >= 1".into());
+        }
+        if self.prefetch > 64 {
+            return bad(format!(
+                "prefetch must be in 0..=64 batches, got {}",
+                self.prefetch
+            ));
         }
         for (name, v) in [
             ("epochs", self.epochs),

@@ -17,7 +17,7 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use sgmcmc_engine::{Checkpoint, Checkpoints, Observer, Progress, Run, RunError, init};
+use sgmcmc_engine::{Checkpoint, Checkpoints, Observer, Prefetch, Progress, Run, RunError, init};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
@@ -491,8 +491,13 @@ pub fn train(
         write_toml(&dir.join("config.toml"), config)?;
     }
     let layout = sgmcmc_samplers::comm::ChainLayout::even(config.chains, ranks.size())?;
-    let mut batches = AugmentedBatches::new(config, data, device)?;
-    ranks.settle(run.run(sampler, &mut batches), &layout)?;
+    let batches = AugmentedBatches::new(config, data, device)?;
+    let result = if config.prefetch > 0 {
+        run.run(sampler, &mut Prefetch::new(batches, config.prefetch)?)
+    } else {
+        run.run(sampler, &mut { batches })
+    };
+    ranks.settle(result, &layout)?;
     pb.finish_and_clear();
     let mut record = recorder.record;
     if record.steps_done == total
