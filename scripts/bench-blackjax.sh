@@ -22,7 +22,7 @@ if ! python3 -c "import jax, blackjax" 2>/dev/null; then
   py="$venv/bin/python"
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/sgmcmc-target}"
-(cd "$here/.." && cargo build --quiet --workspace --all-features)
+(cd "$here/.." && source scripts/features.sh && cargo build --quiet --workspace --features "$SGMCMC_FEATURES")
 bin="$CARGO_TARGET_DIR/debug/sgmcmc"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

@@ -233,7 +233,7 @@ fn bench_reports_throughput_and_overhead_ratios() {
     let s = summary(&only);
     assert_eq!(s["figures"].as_array().unwrap().len(), 6, "{s}");
     assert!(s["ratios"].as_array().unwrap().is_empty(), "{s}");
-    fails_with(&["bench", "--only", "gpu", "--out", o], 2, "--only");
+    fails_with(&["bench", "--only", "gpus", "--out", o], 2, "--only");
 }
 
 #[test]

@@ -4,7 +4,6 @@
 mod common;
 
 use common::devices;
-use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::samplers::density::particles::Particles;
 use sgmcmc::samplers::density::toy::by_name;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble, NoiseSource};
@@ -46,7 +45,7 @@ fn tensor_run(
 
 #[test]
 fn seeded_runs_are_bit_identical_on_cpu_backends() {
-    for (name, device, _) in devices().into_iter().filter(|d| d.0 != DeviceChoice::Wgpu) {
+    for (name, device, _) in devices().into_iter().filter(|d| !d.0.is_gpu()) {
         for cfg in configs() {
             let a = tensor_run(cfg.clone(), &device, 300);
             let b = tensor_run(cfg.clone(), &device, 300);
@@ -99,7 +98,7 @@ fn network_chains_are_bit_identical_on_cpu_backends() {
     let mut rng = ChainRng::new(5, 0);
     let xs: Vec<f32> = (0..50 * 13).map(|_| rng.normal_f32()).collect();
     let ys: Vec<f32> = (0..50).map(|_| rng.normal_f32()).collect();
-    for (name, device, _) in devices().into_iter().filter(|d| d.0 != DeviceChoice::Wgpu) {
+    for (name, device, _) in devices().into_iter().filter(|d| !d.0.is_gpu()) {
         let ad = device.clone().autodiff();
         let x = Tensor::<2>::from_data(TensorData::new(xs.clone(), [50, 13]), &ad);
         let y = Tensor::<2>::from_data(TensorData::new(ys.clone(), [50, 1]), &ad);

@@ -107,7 +107,7 @@ fn counts_per_step(choice: DeviceChoice, device: &Device) {
         let ens = chains(device, source);
         let on_device = ens.noise_on_device();
         if source == NoiseSource::Auto {
-            assert_eq!(on_device, choice == DeviceChoice::Wgpu, "{choice}: auto");
+            assert_eq!(on_device, choice.is_gpu(), "{choice}: auto");
         }
         let ctx = BuildContext::steps(100).chains(2).min_energy(0.0);
         let mut s = settings(name).spec(&ctx).unwrap().build(ens, 5).unwrap();

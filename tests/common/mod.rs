@@ -18,7 +18,7 @@ pub fn devices() -> Vec<(DeviceChoice, Device, f64)> {
         .into_iter()
         .filter_map(|c| {
             let d = c.device().ok()??;
-            let scale = if c == DeviceChoice::Wgpu { 0.25 } else { 1.0 };
+            let scale = if c.is_gpu() { 0.25 } else { 1.0 };
             Some((c, d, scale))
         })
         .collect()

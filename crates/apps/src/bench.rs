@@ -51,8 +51,8 @@ use crate::output::{self, RunHeader};
 /// Options of `sgmcmc bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Tensor device for the tensor measurements.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device for the tensor measurements: flex, ndarray, wgpu[:N] or cuda[:N].
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Seconds per measurement (after one warm-up step).
     #[arg(long, default_value_t = 2.0)]
@@ -60,7 +60,12 @@ pub struct BenchArgs {
     /// Skip the CNN and ResNet (slow on ndarray and software GPUs).
     #[arg(long)]
     pub no_cnn: bool,
-    /// Run only these groups (repeat or comma-separate; default: all).
+    /// Batch sizes of the `gpu` group's ResNet20 steps (3x32x32 images; the first also for
+    /// the coupled chains).
+    #[arg(long, value_delimiter = ',', default_values_t = [128usize, 256])]
+    pub batches: Vec<usize>,
+    /// Run only these groups (repeat or comma-separate; default: all but `noise`, `gpu`,
+    /// `seeded` and `input`).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub only: Vec<Group>,
     /// Run directory.
@@ -93,9 +98,32 @@ pub enum Group {
     /// The Langevin noise drawn on the device against on the host (ResNet20 SGHMC, paired;
     /// batch 16 on a software device, 128 elsewhere) and the transfers of a step.
     Noise,
+    /// The one-shot GPU check's figures on `--device` ([`crate::bench_gpu`]): ResNet20 SGHMC
+    /// steps/s at each `--batches` size, ICSGHMC x4 and DEO*-SGD x8 chain-steps/s, the UCI MLP
+    /// with 16 chains and the device memory held.
+    Gpu,
+    /// The energies of a seeded 20-step ResNet20 SGHMC chain that every device computes alike
+    /// (weights drawn on the CPU, host noise, host-made images), batch: the first `--batches`
+    /// size held to 16..=32 (on fewer images batch norm makes the chain amplify rounding: at
+    /// batch 4 flex and ndarray part by 3e-4 within 20 steps, at 16 by 1e-5).
+    Seeded,
+    /// The input pipeline's share of a ResNet20 images step (crops, flips, normalisation,
+    /// upload) and the step with its batches prepared on a background thread, paired
+    /// ([`crate::bench_input`]); batch: the first `--batches` size.
+    Input,
 }
 
 impl BenchArgs {
+    /// The first `--batches` size.
+    pub(crate) fn first_batch(&self) -> Result<usize, AppError> {
+        match self.batches.first() {
+            Some(&b) if self.batches.iter().all(|&b| b > 0) => Ok(b),
+            _ => Err(AppError::Usage(
+                "--batches needs batch sizes of at least 1".into(),
+            )),
+        }
+    }
+
     fn runs(&self, g: Group) -> bool {
         let convolutional = matches!(g, Group::Cnn | Group::Resnet | Group::ResnetSteps);
         (self.only.is_empty() || self.only.contains(&g)) && !(convolutional && self.no_cnn)
@@ -112,8 +140,8 @@ pub(crate) struct Figure {
 /// A measured amount that is not a rate (memory).
 #[derive(Serialize)]
 pub(crate) struct Amount {
-    name: String,
-    value: f64,
+    pub(crate) name: String,
+    pub(crate) value: f64,
 }
 
 /// `summary.json` of a benchmark run.
@@ -124,6 +152,9 @@ pub(crate) struct BenchSummary {
     pub(crate) figures: Vec<Figure>,
     pub(crate) ratios: Vec<Figure>,
     pub(crate) memory: Vec<Amount>,
+    /// The `gpu` group's seeded 20-step chain: its energies, to compare across devices.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) energies: Vec<f64>,
 }
 
 /// On-CPU nanoseconds of all threads of this process (first field of each thread's
@@ -407,7 +438,10 @@ fn resnet_memory(device: &Device, memory: &mut Vec<Amount>) -> Result<(), AppErr
 }
 
 /// Steps per second of `step` over about `seconds`.
-fn rate(seconds: f64, mut step: impl FnMut() -> Result<(), AppError>) -> Result<f64, AppError> {
+pub(crate) fn rate(
+    seconds: f64,
+    mut step: impl FnMut() -> Result<(), AppError>,
+) -> Result<f64, AppError> {
     step()?;
     let start = Instant::now();
     let mut n = 0u64;
@@ -458,12 +492,16 @@ fn resgld2() -> Result<ReplicaConfig, AppError> {
 }
 
 /// A step under measurement.
-type Step<'a> = Box<dyn FnMut() -> Result<(), AppError> + 'a>;
+pub(crate) type Step<'a> = Box<dyn FnMut() -> Result<(), AppError> + 'a>;
 
 /// Interleaved timing of `b` against `a` in 8 alternating bursts of `seconds / 8` each (so both
 /// see the same machine state): the two rates and the median over bursts of the step-time ratio
 /// `time(b) / time(a)`.
-fn paired(seconds: f64, a: &mut Step, b: &mut Step) -> Result<(f64, f64, f64), AppError> {
+pub(crate) fn paired(
+    seconds: f64,
+    a: &mut Step,
+    b: &mut Step,
+) -> Result<(f64, f64, f64), AppError> {
     let rounds = 8;
     let (mut ra, mut rb, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
@@ -799,9 +837,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         return crate::bench_distributed::run(a);
     }
     let start = Instant::now();
-    let device = a.device.device()?.ok_or_else(|| {
-        AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())
-    })?;
+    let device = a.device.tensor_device("bench")?;
     output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])?;
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios, mut memory) = (Vec::new(), Vec::new(), Vec::new());
@@ -861,16 +897,27 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         resnet_steps(a, &ad, &mut figures)?;
     }
     if a.only.contains(&Group::Noise) {
-        let batch = if a.device == DeviceChoice::Wgpu {
-            16
-        } else {
-            128
-        };
+        let batch = if a.device.is_gpu() { 16 } else { 128 };
         noise_rate(a, &ad, batch, &mut figures, &mut ratios)?;
     }
     if a.runs(Group::Resnet) {
         resnet_memory(&ad, &mut memory)?;
         resnet_rate(a, &ad, &mut figures, &mut ratios)?;
+    }
+    if a.only.contains(&Group::Gpu) {
+        let gpu = crate::bench_gpu::measure(a, &ad)?;
+        figures.extend(gpu.figures);
+        memory.extend(gpu.memory);
+    }
+    if a.only.contains(&Group::Input) {
+        let (f, r) = crate::bench_input::measure(a, &ad)?;
+        figures.extend(f);
+        ratios.extend(r);
+    }
+    let mut energies = Vec::new();
+    if a.only.contains(&Group::Seeded) {
+        energies = crate::bench_gpu::seeded_energies(&ad, a.first_batch()?.clamp(16, 32))?;
+        println!("seeded 20-step energies: {energies:?}");
     }
     for f in &figures {
         println!("{:<40} {:>14.1} /s", f.name, f.per_second);
@@ -895,6 +942,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         figures,
         ratios,
         memory,
+        energies,
     };
     output::write_json(&a.out.join("summary.json"), &summary)?;
     println!("wrote {}", a.out.join("summary.json").display());

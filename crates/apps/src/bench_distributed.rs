@@ -118,9 +118,7 @@ fn push_times(out: &mut Vec<Figure>, name: &str, (wall, cpu): (f64, f64), unit: 
 fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<(), AppError> {
     const P: usize = 4;
     let steps: u64 = if a.seconds >= 2.0 { 6 } else { 3 };
-    let device = a.device.device()?.ok_or_else(|| {
-        AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())
-    })?;
+    let device = a.device.tensor_device("bench")?;
     let ad = device.autodiff();
     let (cnn, post, batch) = cnn_workload(&ad);
     let placement = ranks.placement(P)?;
@@ -180,9 +178,7 @@ fn resnet_chains(
     ),
     AppError,
 > {
-    let device = a.device.device()?.ok_or_else(|| {
-        AppError::Usage("bench needs a tensor device (flex, ndarray or wgpu)".into())
-    })?;
+    let device = a.device.tensor_device("bench")?;
     let ad = device.autodiff();
     let x = Tensor::<4>::random([n, 3, 32, 32], Distribution::Normal(0.0, 1.0), &ad);
     let labels: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
@@ -341,6 +337,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         figures,
         ratios,
         memory: Vec::new(),
+        energies: Vec::new(),
     };
     output::write_json(&a.out.join("summary.json"), &summary)?;
     println!("wrote {}", a.out.join("summary.json").display());

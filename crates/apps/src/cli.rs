@@ -61,8 +61,8 @@ pub struct DemoArgs {
     /// Run seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where chains run: host (f64 fast path) or a tensor backend.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Host)]
+    /// Where chains run: host (f64 fast path) or a tensor device (flex, ndarray, wgpu[:N], cuda[:N]).
+    #[arg(long, default_value_t = DeviceChoice::Host, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Iterations per chain (the paper runs one chain for 2e5; we run 8 longer chains so the
     /// Monte Carlo errors are small enough to compare the samplers).
@@ -109,8 +109,8 @@ pub struct ToyArgs {
     /// Run seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Where chains run.
-    #[arg(long, value_enum)]
+    /// Where chains run: host, flex, ndarray, wgpu[:N] or cuda[:N].
+    #[arg(long, value_name = "DEVICE")]
     pub device: Option<DeviceChoice>,
     /// Learning rate (peak for cyclical samplers).
     #[arg(long)]

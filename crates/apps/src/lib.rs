@@ -7,6 +7,8 @@
 pub mod bandit;
 pub mod bench;
 pub mod bench_distributed;
+pub mod bench_gpu;
+pub mod bench_input;
 pub mod cli;
 pub mod data_cmd;
 pub mod data_record;

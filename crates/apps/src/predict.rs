@@ -33,8 +33,8 @@ pub struct PredictArgs {
     /// Output file (default: `predictions.csv` beside the data).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Tensor device.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
 }
 
@@ -151,10 +151,7 @@ pub fn predict(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<f64
 
 /// `sgmcmc predict`.
 pub fn run(a: &PredictArgs) -> Result<(), AppError> {
-    let device = a
-        .device
-        .device()?
-        .ok_or_else(|| AppError::Usage("predict needs a tensor device".into()))?;
+    let device = a.device.tensor_device("predict")?;
     let SavedModel::UciMlp { mlp, .. } = SavedModel::read(&a.run)?;
     let rows = read_rows(&a.data, mlp.inputs)?;
     let pred = predict(&a.run, &rows, &device)?;

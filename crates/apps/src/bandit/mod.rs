@@ -92,8 +92,8 @@ pub struct BanditArgs {
     /// Compute threads (chains step in parallel; 0: one per core).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Tensor backend.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Run directory.
     #[arg(long, default_value = "runs/bandit")]
@@ -108,9 +108,7 @@ pub struct BanditArgs {
 
 /// Runs `sgmcmc bandit`.
 pub fn run(a: &BanditArgs) -> Result<(), AppError> {
-    let device = a.device.device()?.ok_or_else(|| {
-        AppError::Usage("bandit needs a tensor device (flex, ndarray or wgpu)".into())
-    })?;
+    let device = a.device.tensor_device("bandit")?;
     let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
     let preset = a
         .preset

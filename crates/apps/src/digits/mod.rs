@@ -69,8 +69,8 @@ pub struct DigitsArgs {
     /// network (see `sgmcmc_apps::threads`).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Tensor backend.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Run directory.
     #[arg(long, default_value = "runs/digits")]
@@ -93,9 +93,7 @@ pub fn config_of(a: &DigitsArgs) -> Result<DigitsConfig, AppError> {
 
 /// Runs `sgmcmc digits`.
 pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
-    let device = a.device.device()?.ok_or_else(|| {
-        AppError::Usage("digits needs a tensor device (flex, ndarray or wgpu)".into())
-    })?;
+    let device = a.device.tensor_device("digits")?;
     let dir = crate::output::data_root(a.data_dir.as_deref()).join("digits");
     let config = config_of(a)?;
     crate::output::fresh_run_dir(&a.out, a.force.force, FILES)?;

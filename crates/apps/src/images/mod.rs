@@ -110,8 +110,8 @@ pub struct ImagesArgs {
     /// Run directory (default `runs/images-DATASET-PRESET-SAMPLER`).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Tensor backend.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Replacing an earlier run in `--out`.
     #[command(flatten)]
@@ -220,12 +220,7 @@ pub fn execute_on(
     stop: Stop,
     quiet: bool,
 ) -> Result<Record, AppError> {
-    let device = device_choice
-        .device()?
-        .ok_or_else(|| {
-            AppError::Usage("images needs a tensor device (flex, ndarray, wgpu)".into())
-        })?
-        .autodiff();
+    let device = device_choice.tensor_device("images")?.autodiff();
     let mut sampler = ranks.agree(run::build_on(config, data, &device, ranks))?;
     let meta = run::ImagesMeta {
         config: config.clone(),

@@ -155,8 +155,8 @@ pub struct MnistArgs {
     /// Run directory (default `runs/mnist-PRESET-SAMPLER`).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Tensor backend.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Replacing an earlier run in `--out`.
     #[command(flatten)]
@@ -280,10 +280,7 @@ pub fn execute_on(
     stop: Stop,
     quiet: bool,
 ) -> Result<Record, AppError> {
-    let device = device_choice
-        .device()?
-        .ok_or_else(|| AppError::Usage("mnist needs a tensor device (flex, ndarray, wgpu)".into()))?
-        .autodiff();
+    let device = device_choice.tensor_device("mnist")?.autodiff();
     let mut sampler = ranks.agree(run::build_on(config, data, &device, ranks))?;
     let meta = run::MnistMeta {
         config: config.clone(),
@@ -380,11 +377,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{preset}")));
-        let device = a
-            .device
-            .device()?
-            .ok_or_else(|| AppError::Usage("mnist needs a tensor device".into()))?
-            .autodiff();
+        let device = a.device.tensor_device("mnist")?.autodiff();
         let mut s = trajectory::TrajectorySettings::default();
         if let Some(e) = a.epochs {
             s.epochs = e;

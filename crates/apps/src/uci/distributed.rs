@@ -46,10 +46,7 @@ pub fn run_jobs(
     jobs: &[Job],
     data: &UciDataset,
 ) -> Result<Vec<UciResult>, AppError> {
-    let device: Device = device
-        .device()?
-        .ok_or_else(|| AppError::Usage("uci needs a tensor device (flex, ndarray or wgpu)".into()))?
-        .autodiff();
+    let device: Device = device.tensor_device("uci")?.autodiff();
     let pb = crate::progress::bar(jobs.len() as u64, "uci runs", ranks.is_leader());
     let results = crate::threads::with_threads(1, || {
         let mut results = Vec::new();

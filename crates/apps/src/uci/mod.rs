@@ -141,8 +141,8 @@ pub struct UciArgs {
     /// (`--jobs` does not apply); rank 0 writes the run folder.
     #[arg(long, conflicts_with = "save_samples")]
     pub distributed: bool,
-    /// Tensor device.
-    #[arg(long, value_enum, default_value_t = DeviceChoice::Flex)]
+    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
@@ -363,10 +363,7 @@ fn run_jobs(
     jobs: &[Job],
     datasets: &[(String, UciDataset)],
 ) -> Result<Vec<UciResult>, AppError> {
-    let device = device
-        .device()?
-        .ok_or_else(|| AppError::Usage("uci needs a tensor device (flex, ndarray or wgpu)".into()))?
-        .autodiff();
+    let device = device.tensor_device("uci")?.autodiff();
     let next = Mutex::new(0usize);
     let results: Mutex<Vec<Option<Result<UciResult, AppError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
