@@ -51,7 +51,7 @@ use crate::output::{self, RunHeader};
 /// Options of `sgmcmc bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Tensor device for the tensor measurements: flex, ndarray, wgpu[:N] or cuda[:N].
+    /// Tensor device for the tensor measurements: flex, ndarray, wgpu or cuda (wgpu:N or cuda:N for GPU N).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Seconds per measurement (after one warm-up step).

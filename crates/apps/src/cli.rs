@@ -61,7 +61,7 @@ pub struct DemoArgs {
     /// Run seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where chains run: host (f64 fast path) or a tensor device (flex, ndarray, wgpu[:N], cuda[:N]).
+    /// Where chains run: host (f64 fast path) or a tensor device (flex, ndarray, wgpu, cuda; wgpu:N or cuda:N for GPU N).
     #[arg(long, default_value_t = DeviceChoice::Host, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Iterations per chain (the paper runs one chain for 2e5; we run 8 longer chains so the
@@ -109,7 +109,7 @@ pub struct ToyArgs {
     /// Run seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Where chains run: host, flex, ndarray, wgpu[:N] or cuda[:N].
+    /// Where chains run: host, flex, ndarray, wgpu or cuda (wgpu:N or cuda:N for GPU N).
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<DeviceChoice>,
     /// Learning rate (peak for cyclical samplers).

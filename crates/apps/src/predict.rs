@@ -33,7 +33,7 @@ pub struct PredictArgs {
     /// Output file (default: `predictions.csv` beside the data).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
 }

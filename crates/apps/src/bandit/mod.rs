@@ -92,7 +92,7 @@ pub struct BanditArgs {
     /// Compute threads (chains step in parallel; 0: one per core).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Run directory.

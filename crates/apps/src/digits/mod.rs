@@ -69,7 +69,7 @@ pub struct DigitsArgs {
     /// network (see `sgmcmc_apps::threads`).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Run directory.

@@ -110,7 +110,7 @@ pub struct ImagesArgs {
     /// Run directory (default `runs/images-DATASET-PRESET-SAMPLER`).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Replacing an earlier run in `--out`.

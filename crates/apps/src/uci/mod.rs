@@ -141,7 +141,7 @@ pub struct UciArgs {
     /// (`--jobs` does not apply); rank 0 writes the run folder.
     #[arg(long, conflicts_with = "save_samples")]
     pub distributed: bool,
-    /// Tensor device: flex, ndarray, wgpu[:N] or cuda[:N] (GPU N; under mpirun the local rank's).
+    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
     /// Parallel runs.
