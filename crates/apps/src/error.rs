@@ -30,7 +30,9 @@ impl AppError {
 impl From<SamplerError> for AppError {
     fn from(e: SamplerError) -> Self {
         match e {
-            SamplerError::Diverged { .. } => Self::Run(e.to_string()),
+            SamplerError::Diverged { .. } | SamplerError::NonFiniteVariance { .. } => {
+                Self::Run(e.to_string())
+            }
             _ => Self::Usage(e.to_string()),
         }
     }

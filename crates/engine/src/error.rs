@@ -60,11 +60,14 @@ impl RunError {
         }
     }
 
-    /// Whether the run failed by divergence (rather than by bad input or I/O).
+    /// Whether the run failed by divergence (rather than by bad input or I/O): a chain's
+    /// energy, or the swap correction's variance estimate, became NaN or infinite.
     pub fn is_divergence(&self) -> bool {
         matches!(
             self,
-            Self::Diverged { .. } | Self::Sampler(SamplerError::Diverged { .. })
+            Self::Diverged { .. }
+                | Self::Sampler(SamplerError::Diverged { .. })
+                | Self::Sampler(SamplerError::NonFiniteVariance { .. })
         )
     }
 }

@@ -28,6 +28,20 @@ pub enum SamplerError {
         /// The energy value.
         energy: f64,
     },
+    /// A refresh of the corrected swap's energy-variance estimate was NaN or infinite: the
+    /// paired energies of two replicas were not finite or differ beyond `f64`. Folding it in
+    /// would leave `sigma2_hat` non-finite for good and stop every swap of the pair silently.
+    #[error(
+        "the energy-variance estimate of rungs {pair} and {} would become {value}: the replicas' \
+         paired energies are not finite or differ beyond f64 (a diverging replica?)",
+        .pair + 1
+    )]
+    NonFiniteVariance {
+        /// The pair of rungs (`pair`, `pair + 1`), 0-based.
+        pair: usize,
+        /// The refresh's half paired variance.
+        value: f64,
+    },
     /// A name that is not in a registry.
     #[error("unknown {what} `{name}` (known: {known})")]
     Unknown {

@@ -62,13 +62,21 @@ impl EnergyVariance {
 
     /// Folds paired draws into pair `r`'s estimate: `lower[j]` and `upper[j]` are the energies
     /// of the replicas on rungs `r` and `r + 1` on the same `j`-th minibatch (or independent
-    /// draws). Fewer than two pairs of draws leave the estimate as it is.
-    pub fn refresh(&mut self, r: usize, lower: &[f64], upper: &[f64]) {
+    /// draws). Fewer than two pairs of draws leave the estimate as it is. A refresh that is
+    /// not finite (a NaN or infinite draw, or differences beyond `f64`) is refused with
+    /// [`SamplerError::NonFiniteVariance`] and leaves the estimate as it is: folded in, it
+    /// would make `sigma2_hat` non-finite for good, and `ln u < NaN` never accepts a swap.
+    pub fn refresh(&mut self, r: usize, lower: &[f64], upper: &[f64]) -> Result<(), SamplerError> {
         let n = lower.len().min(upper.len());
         if n < 2 {
-            return;
+            return Ok(());
         }
-        self.fold(r, half_paired_variance(lower, upper));
+        let s2 = half_paired_variance(lower, upper);
+        if !s2.is_finite() {
+            return Err(SamplerError::NonFiniteVariance { pair: r, value: s2 });
+        }
+        self.fold(r, s2);
+        Ok(())
     }
 
     fn fold(&mut self, r: usize, s2: f64) {
@@ -117,21 +125,53 @@ mod tests {
         let mut v = EnergyVariance::new(3, 100.0, Smoothing::RunningMean).unwrap();
         assert_eq!(v.values().len(), 2);
         // Differences 1, 3: s2 = 2, half is 1.
-        v.refresh(0, &[11.0, 13.0], &[10.0, 10.0]);
+        v.refresh(0, &[11.0, 13.0], &[10.0, 10.0]).unwrap();
         assert!((v.pair(0) - 1.0).abs() < 1e-12);
         // Differences 0, 2, 4: s2 = 4, half 2; running mean (1 + 2) / 2.
-        v.refresh(0, &[5.0, 7.0, 9.0], &[5.0, 5.0, 5.0]);
+        v.refresh(0, &[5.0, 7.0, 9.0], &[5.0, 5.0, 5.0]).unwrap();
         assert!((v.pair(0) - 1.5).abs() < 1e-12);
         assert_eq!(v.pair(1), 100.0);
         // A shared error cancels: both energies move together, the difference is constant.
         let mut s = EnergyVariance::new(2, 0.0, Smoothing::RunningMean).unwrap();
-        s.refresh(0, &[100.0, 250.0, -40.0], &[90.0, 240.0, -50.0]);
+        s.refresh(0, &[100.0, 250.0, -40.0], &[90.0, 240.0, -50.0])
+            .unwrap();
         assert_eq!(s.pair(0), 0.0);
         let mut f = EnergyVariance::new(2, 10.0, Smoothing::Fixed(0.3)).unwrap();
-        f.refresh(0, &[1.0, 3.0], &[0.0, 0.0]);
+        f.refresh(0, &[1.0, 3.0], &[0.0, 0.0]).unwrap();
         assert!((f.pair(0) - (0.7 * 10.0 + 0.3 * 1.0)).abs() < 1e-12);
         assert!(EnergyVariance::new(2, -1.0, Smoothing::RunningMean).is_err());
         assert!(EnergyVariance::new(2, 1.0, Smoothing::Fixed(0.0)).is_err());
         assert_eq!(sample_variance(&[1.0, 3.0]), 2.0);
+    }
+
+    #[test]
+    fn a_non_finite_refresh_is_refused_and_leaves_the_estimate() {
+        let mut v = EnergyVariance::new(3, 4.0, Smoothing::RunningMean).unwrap();
+        v.refresh(1, &[2.0, 4.0], &[0.0, 0.0]).unwrap();
+        let before = v.values().to_vec();
+        // A NaN draw, an infinite one, and finite draws whose differences overflow when squared.
+        let big = 1e200;
+        for (lower, upper) in [
+            (vec![1.0, f64::NAN], vec![0.0, 0.0]),
+            (vec![1.0, 2.0], vec![f64::INFINITY, 0.0]),
+            (vec![big, -big], vec![-big, big]),
+        ] {
+            for r in 0..2 {
+                let e = v.refresh(r, &lower, &upper).unwrap_err();
+                assert!(
+                    matches!(e, SamplerError::NonFiniteVariance { pair, .. } if pair == r),
+                    "{e}"
+                );
+                assert!(
+                    e.to_string().contains(&format!("rungs {r} and {}", r + 1)),
+                    "{e}"
+                );
+            }
+            assert_eq!(v.values(), &before[..]);
+        }
+        // The estimate goes on from where it was: the next finite refresh is the second of
+        // pair 1: the running mean of 1 (differences 2, 4) and 0.25 (differences 1, 2).
+        v.refresh(1, &[1.0, 2.0], &[0.0, 0.0]).unwrap();
+        assert!((v.pair(1) - 0.625).abs() < 1e-12, "{}", v.pair(1));
     }
 }

@@ -326,8 +326,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
         self.driver.placement.gather_rows(&mine, n, &mut all)?;
         check_finite(&all, self.driver.step).map_err(|_| self.non_finite_draw(&all, n))?;
         let draws: Vec<Vec<f64>> = all.chunks(n).map(<[f64]>::to_vec).collect();
-        self.refresh_variance_from(&draws);
-        Ok(())
+        self.refresh_variance_from(&draws)
     }
 
     /// The divergence error of the first non-finite energy among `n` draws per chain.
@@ -344,14 +343,19 @@ impl<E: Ensemble> ReplicaExchange<E> {
     /// entries of all lists on the same minibatch (e.g. of the control-variate energies the
     /// swaps use, so the correction matches their variance): pair `r` folds in half the sample
     /// variance of the differences between the replicas now on rungs `r` and `r + 1`
-    /// ([`EnergyVariance::refresh`]).
-    pub fn refresh_variance_from(&mut self, draws_per_chain: &[Vec<f64>]) {
+    /// ([`EnergyVariance::refresh`]; a refresh that is not finite is refused with
+    /// [`SamplerError::NonFiniteVariance`], the estimates of the pairs before it folded in).
+    pub fn refresh_variance_from(
+        &mut self,
+        draws_per_chain: &[Vec<f64>],
+    ) -> Result<(), SamplerError> {
         if let Some(var) = self.variance.as_mut() {
             for r in 0..self.config.ladder.len() - 1 {
                 let (lo, hi) = (self.index.replica_at(r), self.index.replica_at(r + 1));
-                var.refresh(r, &draws_per_chain[lo], &draws_per_chain[hi]);
+                var.refresh(r, &draws_per_chain[lo], &draws_per_chain[hi])?;
             }
         }
+        Ok(())
     }
 
     /// One step whose swap tests use each chain's stochastic energy plus `offsets[p]` (one per

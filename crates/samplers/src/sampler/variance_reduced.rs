@@ -301,8 +301,7 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
         self.stats.used_chain += chain_mean(&used);
         self.stats.plain_pair += pair_mean(&plain);
         self.stats.used_pair += pair_mean(&used);
-        self.inner.refresh_variance_from(&used);
-        Ok(())
+        self.inner.refresh_variance_from(&used)
     }
 }
 
