@@ -253,7 +253,7 @@ fn image_batch(batch: usize, channels: usize, side: usize, device: &Device) -> B
 
 /// SGHMC on ResNet20 with the image tables' prior (weight decay 5e-4 on the mean loss, i.e.
 /// precision `N * 5e-4` at full-data scale), categorical likelihood, one chain.
-fn resnet_sampler<M: Network<Input = Tensor<4>>>(
+pub(crate) fn resnet_sampler<M: Network<Input = Tensor<4>>>(
     net: M,
     n_data: usize,
 ) -> Result<Sgmcmc<ModuleEnsemble<M, Posterior>>, AppError> {

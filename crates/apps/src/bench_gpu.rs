@@ -22,7 +22,7 @@ use sgmcmc_samplers::ensemble::{ModuleEnsemble, NoiseSource};
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
 
-use crate::bench::{Amount, BenchArgs, Figure, mlp_workload, rate};
+use crate::bench::{Amount, BenchArgs, Figure, Step, mlp_workload, rate, resnet_sampler};
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 
@@ -88,17 +88,22 @@ fn held_bytes(device: &Device) -> Option<f64> {
         .map(|u| u.bytes_reserved as f64)
 }
 
-/// Steps per second of `step` after warming up: on a GPU the first steps compile kernels and
-/// autotune picks among them by timing (4 steps more than `rate`'s one).
-fn warm_rate(
-    a: &BenchArgs,
-    mut step: impl FnMut() -> Result<(), AppError>,
-) -> Result<f64, AppError> {
+/// Four steps of each of `steps` on a GPU device (none on the CPU backends): the first steps
+/// there compile kernels, and autotune picks among them by timing.
+pub(crate) fn warm_up(a: &BenchArgs, steps: &mut [&mut Step<'_>]) -> Result<(), AppError> {
     if a.device.is_gpu() {
         for _ in 0..4 {
-            step()?;
+            for step in steps.iter_mut() {
+                step()?;
+            }
         }
     }
+    Ok(())
+}
+
+/// Steps per second of `step` after [`warm_up`].
+fn warm_rate(a: &BenchArgs, mut step: Step<'_>) -> Result<f64, AppError> {
+    warm_up(a, &mut [&mut step])?;
     rate(a.seconds, step)
 }
 
@@ -118,7 +123,10 @@ fn resnet_chains_rate(
     let spec = config.spec(500 * per_epoch, per_epoch)?;
     let ens = ModuleEnsemble::new(posterior(), resnets(device, chains)?, 1)?;
     let mut s = spec.build(ens, 1)?;
-    let r = warm_rate(a, || s.step(batch).map(|_| ()).map_err(Into::into))?;
+    let r = warm_rate(
+        a,
+        Box::new(|| s.step(batch).map(|_| ()).map_err(Into::into)),
+    )?;
     Ok(r * chains as f64)
 }
 
@@ -155,9 +163,12 @@ pub(crate) fn measure(a: &BenchArgs, device: &Device) -> Result<GpuFigures, AppE
     let first = a.first_batch()?;
     for &b in &a.batches {
         let images = host_images(b, device);
-        let ens = ModuleEnsemble::new(posterior(), resnets(device, 1)?, 1)?;
-        let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0), ens)?;
-        let r = warm_rate(a, || s.step(&images).map(|_| ()).map_err(Into::into))?;
+        let net = resnets(device, 1)?.remove(0);
+        let mut s = resnet_sampler(net, N_CIFAR)?;
+        let r = warm_rate(
+            a,
+            Box::new(|| s.step(&images).map(|_| ()).map_err(Into::into)),
+        )?;
         out.figures.push(Figure {
             name: format!("resnet20_3x32x32_b{b}/sghmc steps on {on}"),
             per_second: r,
@@ -197,7 +208,10 @@ pub(crate) fn measure(a: &BenchArgs, device: &Device) -> Result<GpuFigures, AppE
     let nets = init::chains(&plain, 1, 16, || mlp.init(&plain));
     let ens = ModuleEnsemble::new(sgmcmc_models::mlp::MlpPosterior::new(post), nets, 1)?;
     let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-6, 1.0), ens)?;
-    let r = warm_rate(a, || s.step(&batch).map(|_| ()).map_err(Into::into))?;
+    let r = warm_rate(
+        a,
+        Box::new(|| s.step(&batch).map(|_| ()).map_err(Into::into)),
+    )?;
     out.figures.push(Figure {
         name: format!("mlp13-50-1_b50/sgld x16 chain-steps on {on}"),
         per_second: 16.0 * r,

@@ -14,11 +14,10 @@ use sgmcmc_data::augment::Augment;
 use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_engine::{BatchSource, Prefetch};
 use sgmcmc_models::posterior::Batch;
-use sgmcmc_samplers::ensemble::ModuleEnsemble;
-use sgmcmc_samplers::kernel::Kernel;
-use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_samplers::sampler::Sampler;
 
-use crate::bench::{BenchArgs, Figure, Step, paired, rate};
+use crate::bench::{BenchArgs, Figure, Step, paired, rate, resnet_sampler};
+use crate::bench_gpu::warm_up;
 use crate::data_record::DataRecord;
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
@@ -94,27 +93,14 @@ pub(crate) fn measure(
         let net = sgmcmc_models::ResNetConfig::resnet20(10)
             .init(device)
             .map_err(|e| AppError::Run(e.to_string()))?;
-        let post = sgmcmc_models::Posterior {
-            likelihood: sgmcmc_models::Likelihood::Categorical,
-            scale: sgmcmc_models::Scale::from_weight_decay(50_000, 5e-4),
-        };
-        let ens = ModuleEnsemble::new(post, vec![net], 1)?;
-        Ok(Sgmcmc::new(
-            SgmcmcConfig::constant(Kernel::sghmc(), 1e-7, 1.0),
-            ens,
-        )?)
+        resnet_sampler(net, 50_000)
     };
     let (mut s_plain, mut s_ahead) = (chain()?, chain()?);
     let mut plain = AugmentedBatches::new(&config, &data, device)?;
     let mut ahead = Prefetch::new(AugmentedBatches::new(&config, &data, device)?, 2)?;
     let mut fa = stepper(&mut s_plain, &mut plain, per_epoch);
     let mut fb = stepper(&mut s_ahead, &mut ahead, per_epoch);
-    if a.device.is_gpu() {
-        for _ in 0..4 {
-            fa()?;
-            fb()?;
-        }
-    }
+    warm_up(a, &mut [&mut fa, &mut fb])?;
     let (r_plain, r_ahead, ratio) = paired(a.seconds, &mut fa, &mut fb)?;
     let figures = vec![
         Figure {

@@ -116,7 +116,7 @@ pub fn local_rank() -> Option<usize> {
 }
 
 /// Device `index` of `count`, or without an index the local rank's share (`None` outside a job).
-#[allow(dead_code)]
+#[cfg(any(feature = "wgpu", feature = "cuda", test))]
 fn pick(name: &str, index: Option<usize>, count: usize) -> Result<Option<usize>, AppError> {
     match index {
         Some(i) if i >= count => Err(AppError::Usage(format!(
