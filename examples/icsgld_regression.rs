@@ -1,6 +1,7 @@
 //! The same network sampled by ICSGLD with 4 interacting chains: an SGLD pilot run sets the
-//! energy partition, the chains share theta, the model average is importance-weighted, and
-//! the kept networks are saved for `predict_saved` to load.
+//! energy partition, the chains share theta, the model average is importance-weighted, the
+//! kept networks are saved for `predict_saved` to load, and a trace of the energy and of one
+//! prediction gives the run's R-hat, ESS and the Pareto k-hat of its weights.
 //!
 //! `cargo run --release --example icsgld_regression` (writes `target/icsgld-regression/`).
 
@@ -11,8 +12,8 @@ use common::{Net, XyBatcher, data, posterior, predict, rmse};
 use sgmcmc::burn::data::dataloader::batcher::Batcher;
 use sgmcmc::burn::data::dataset::Dataset;
 use sgmcmc::burn::tensor::Device;
-use sgmcmc::engine::observers::{ModelAverage, SampleSaver};
-use sgmcmc::engine::{BatchSource, DatasetBatches, Run, init, tuning};
+use sgmcmc::engine::observers::{ModelAverage, SampleSaver, Trace};
+use sgmcmc::engine::{BatchSource, DatasetBatches, Kept, Run, init, tuning};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
 
@@ -48,11 +49,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build(chains(4)?, 7)?;
     let mut bma = ModelAverage::new(|net: &Net| predict(net, &test));
     let mut saver = SampleSaver::new("target/icsgld-regression/samples");
+    // Per chain and kept step: the energy, the log weight and the prediction at the first
+    // test input.
+    let mut trace = Trace::new(&["f(x_0)"], |kept: &Kept<Vec<Net>>, c| {
+        Ok(vec![predict(&kept.points[kept.index(c)], &test)?[0]])
+    });
     let report = Run::steps(steps)
         .burn_in(steps / 2)
         .thin(50)
         .observe(&mut bma)
         .observe(&mut saver)
+        .observe(&mut trace)
         .run(&mut sampler, &mut batches)?;
     let theta = sampler.theta().ok_or("a contour sampler")?;
     println!(
@@ -69,6 +76,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         bma.models(),
         bma.effective_models(),
         theta.theta().iter().copied().fold(0.0, f64::max)
+    );
+    let t = trace.summary();
+    for (name, d) in &t.quantities {
+        println!(
+            "{name}: R-hat {:.3}, bulk ESS {:.0}, tail ESS {:.0} of {} draws x {} chains",
+            d.rhat, d.ess_bulk, d.ess_tail, t.draws, t.chains
+        );
+    }
+    println!(
+        "Pareto k-hat of the importance weights: {:.2} (above 0.7 the average rests on a few models)",
+        t.pareto_k_hat.unwrap_or(f64::NAN)
     );
     println!(
         "saved {} networks to {}",

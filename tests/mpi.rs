@@ -155,7 +155,9 @@ fn velocities_cross_ranks_at_accepted_swaps() {
 }
 
 /// A distributed toy run of `preset` on `np` ranks with the config `toml` (a `[fault]`), which
-/// must fail within 30 s naming `needle`; its stderr.
+/// must fail within 30 s naming `needle`; its stderr. Faults need the `fault-injection` feature,
+/// which the tests' build has (scripts/features.sh).
+#[cfg(feature = "fault-injection")]
 fn faulty_run(dir: &Path, name: &str, preset: &str, np: usize, toml: &str, needle: &str) -> String {
     let f = config(dir, &format!("{name}.toml"), toml)
         .to_string_lossy()
@@ -175,6 +177,7 @@ fn faulty_run(dir: &Path, name: &str, preset: &str, np: usize, toml: &str, needl
     fails_naming(np, &args, Duration::from_secs(30), needle)
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_failing_rank_stops_the_job_with_its_rank_and_step() {
     let dir = tmp("mpi-faults");

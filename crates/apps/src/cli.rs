@@ -337,7 +337,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     }
     let persist = toy::resume::persist(a, &out, &cfg)?;
     if a.distributed {
-        let ranks = crate::distributed::Ranks::join()?;
+        let ranks = crate::distributed::join()?;
         if ranks.rank() == 0
             && let Err(e) = fresh_run_dir(&out, a.force.force, toy::report::FILES)
         {

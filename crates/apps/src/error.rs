@@ -29,11 +29,10 @@ impl AppError {
 
 impl From<SamplerError> for AppError {
     fn from(e: SamplerError) -> Self {
-        match e {
-            SamplerError::Diverged { .. } | SamplerError::NonFiniteVariance { .. } => {
-                Self::Run(e.to_string())
-            }
-            _ => Self::Usage(e.to_string()),
+        if e.is_divergence() {
+            Self::Run(e.to_string())
+        } else {
+            Self::Usage(e.to_string())
         }
     }
 }
@@ -51,6 +50,12 @@ impl From<sgmcmc_engine::RunError> for AppError {
     }
 }
 
+impl sgmcmc_engine::ranks::JobError for AppError {
+    fn exit_code(&self) -> i32 {
+        AppError::exit_code(self)
+    }
+}
+
 impl From<TargetError> for AppError {
     fn from(e: TargetError) -> Self {
         Self::Usage(e.to_string())
@@ -60,5 +65,39 @@ impl From<TargetError> for AppError {
 impl From<sgmcmc_data::DataError> for AppError {
     fn from(e: sgmcmc_data::DataError) -> Self {
         Self::Input(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use sgmcmc_engine::RunError;
+
+    use super::*;
+
+    #[test]
+    fn a_run_error_keeps_its_exit_code_as_an_app_error() {
+        let diverged = SamplerError::Diverged {
+            chain: 0,
+            step: 3,
+            energy: f64::NAN,
+        };
+        let io = std::io::Error::other("disk full");
+        for e in [
+            RunError::Sampler(diverged),
+            RunError::Sampler(SamplerError::InvalidSetting("bad".into())),
+            RunError::io("writing", "x", io),
+            RunError::Malformed {
+                path: PathBuf::from("c"),
+                reason: "short".into(),
+            },
+            RunError::Setting("zero steps".into()),
+            RunError::Batch("item 3".into()),
+            RunError::Observer("nan".into()),
+        ] {
+            let code = e.exit_code();
+            assert_eq!(AppError::from(e).exit_code(), code);
+        }
     }
 }

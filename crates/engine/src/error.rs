@@ -60,14 +60,23 @@ impl RunError {
         }
     }
 
+    /// The conventional process exit code: 1 for a run that failed (a divergence, an
+    /// observer that could not finish), 2 for bad input (settings, files, batches).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::Sampler(e) if !e.is_divergence() => 2,
+            Self::Io { .. } | Self::Malformed { .. } | Self::Setting(_) | Self::Batch(_) => 2,
+            _ => 1,
+        }
+    }
+
     /// Whether the run failed by divergence (rather than by bad input or I/O): a chain's
     /// energy, or the swap correction's variance estimate, became NaN or infinite.
     pub fn is_divergence(&self) -> bool {
-        matches!(
-            self,
-            Self::Diverged { .. }
-                | Self::Sampler(SamplerError::Diverged { .. })
-                | Self::Sampler(SamplerError::NonFiniteVariance { .. })
-        )
+        match self {
+            Self::Diverged { .. } => true,
+            Self::Sampler(e) => e.is_divergence(),
+            _ => false,
+        }
     }
 }

@@ -11,8 +11,11 @@
 //! * [`Run`]: the loop (steps or epochs, burn-in, thinning, checkpoints, resume).
 //! * [`Observer`]: what a run reports to; [`observers`] has the ones the library ships.
 //! * [`BatchSource`]: minibatches by `(epoch, index)`; [`DatasetBatches`] over any burn
-//!   dataset, [`Repeat`] for toys, [`Prefetch`] to prepare the next ones on a thread of their
+//!   dataset, [`TensorBatches`] over in-memory `(x, y)` tensors, [`Repeat`] for toys,
+//!   [`Prefetch`] to prepare the next ones on a thread of their
 //!   own while the device steps.
+//! * [`Ranks`]: chains over the processes of `mpirun` (feature `mpi`), or one process, with
+//!   the cross-rank agreement, gathering and failure rules.
 //! * [`SavedPosterior`]: the models a run saved, loaded back to predict.
 //! * [`init`]: chains initialised from the run's seed; [`tuning`]: energy partitions and step
 //!   sizes from pilot runs.
@@ -32,7 +35,9 @@ pub mod observer;
 pub mod observers;
 pub mod posterior;
 pub mod prefetch;
+pub mod ranks;
 pub mod run;
+pub mod tensors;
 pub mod tuning;
 
 pub use batches::{BatchSource, DatasetBatches, Repeat};
@@ -41,4 +46,6 @@ pub use error::RunError;
 pub use observer::{Kept, Observer, Progress};
 pub use posterior::{SampleRow, SavedPosterior};
 pub use prefetch::Prefetch;
+pub use ranks::{JobError, Ranks};
 pub use run::{Length, Run, RunReport};
+pub use tensors::{Shuffle, TensorBatches};

@@ -18,13 +18,16 @@ use std::time::Instant;
 use sgmcmc_samplers::collect::Thinning;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::Ensemble;
-use sgmcmc_samplers::sampler::Sampler;
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::batches::BatchSource;
 use crate::checkpoint::{Checkpoint, Checkpoints, VERSION};
 use crate::checkpoint_parts::write_part;
 use crate::error::RunError;
 use crate::observer::{Kept, Observer, Points, Progress};
+
+/// A run's stop condition ([`Run::stop_when`]).
+type StopCondition<'a> = Box<dyn FnMut(&Progress, &StepReport) -> bool + 'a>;
 
 /// How long a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +67,9 @@ pub struct RunReport {
     pub wall_seconds: f64,
     /// Whether the run stopped early ([`Run::stop_after`]) rather than finishing.
     pub stopped: bool,
+    /// Whether the run ended because its stop condition held ([`Run::stop_when`]); then
+    /// [`RunReport::steps`] counts the steps up to and including the one that met it.
+    pub condition_met: bool,
 }
 
 impl RunReport {
@@ -100,6 +106,8 @@ pub struct Run<'a, S: Sampler> {
     checkpoints: Option<Checkpoints>,
     resume: Option<Checkpoint>,
     stop_after: Option<u64>,
+    /// The stop condition ([`Run::stop_when`]).
+    until: Option<StopCondition<'a>>,
     /// This rank's part of the last checkpoint of a distributed run (deleted after the next).
     last_part: Option<PathBuf>,
 }
@@ -117,6 +125,7 @@ impl<'a, S: Sampler> Run<'a, S> {
             checkpoints: None,
             resume: None,
             stop_after: None,
+            until: None,
             last_part: None,
         }
     }
@@ -198,7 +207,18 @@ impl<'a, S: Sampler> Run<'a, S> {
         self
     }
 
-    /// Runs the sampler to the end (or to [`Run::stop_after`]).
+    /// Ends the run after the first step whose report meets `condition` (argmin's
+    /// `terminate`): e.g. the first iterate in a target set, or a tolerance reached. The run
+    /// then ends as a finished one does (observers' [`Observer::on_end`], the last checkpoint)
+    /// after fewer steps, and its report says [`RunReport::condition_met`]. The condition is
+    /// asked after the step's observers, so it sees what they recorded.
+    pub fn stop_when(mut self, condition: impl FnMut(&Progress, &StepReport) -> bool + 'a) -> Self {
+        self.until = Some(Box::new(condition));
+        self
+    }
+
+    /// Runs the sampler to the end (or to [`Run::stop_after`], or to the step that meets
+    /// [`Run::stop_when`]).
     pub fn run<B>(mut self, sampler: &mut S, batches: &mut B) -> Result<RunReport, RunError>
     where
         B: BatchSource<Batch = S::Batch>,
@@ -273,6 +293,9 @@ impl<'a, S: Sampler> Run<'a, S> {
                 }
             }
             let done = k + 1;
+            if self.until.as_mut().is_some_and(|met| met(&at, report)) {
+                return self.end(sampler, &at, done, start, clock, true);
+            }
             let stop = self.stop_after == Some(done) && done < total;
             let due = self
                 .checkpoints
@@ -287,24 +310,40 @@ impl<'a, S: Sampler> Run<'a, S> {
                     session_steps: done - start,
                     wall_seconds: clock.elapsed().as_secs_f64(),
                     stopped: true,
+                    condition_met: false,
                 });
             }
         }
-        let wall_seconds = clock.elapsed().as_secs_f64();
         at.step = total.saturating_sub(1);
+        self.end(sampler, &at, total, start, clock, false)
+    }
+
+    /// The end of a run after `done` steps (the last one `at.step`): observers' `on_end` and
+    /// `flush`, the last checkpoint.
+    fn end(
+        &mut self,
+        sampler: &S,
+        at: &Progress,
+        done: u64,
+        start: u64,
+        clock: Instant,
+        condition_met: bool,
+    ) -> Result<RunReport, RunError> {
+        let wall_seconds = clock.elapsed().as_secs_f64();
         for o in &mut self.observers {
-            o.on_end(&at, sampler)?;
+            o.on_end(at, sampler)?;
             o.flush()?;
         }
         // The last checkpoint holds the final state (a longer run can continue from it).
         if self.checkpoints.is_some() {
-            self.checkpoint(sampler, total, total)?;
+            self.checkpoint(sampler, done, at.total)?;
         }
         Ok(RunReport {
-            steps: total,
-            session_steps: total - start,
+            steps: done,
+            session_steps: done - start,
             wall_seconds,
             stopped: false,
+            condition_met,
         })
     }
 

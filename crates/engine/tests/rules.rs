@@ -133,3 +133,29 @@ fn a_pilot_partition_covers_the_pilot_energies_with_headroom_above() {
     );
     assert!(tuning::partition(&[1.0], 10).is_err());
 }
+
+#[test]
+fn a_stop_condition_ends_the_run_at_the_first_step_that_meets_it() {
+    // SGD at lr 0.5 from x = 1 halves x each step: U(x_k) - ln(2 pi) / 2 = 4^-k / 2, first
+    // below 1e-3 at k = 5 (4^5 = 1024 > 500), so the run ends after 6 steps of 1000.
+    let c = (2.0 * std::f64::consts::PI).ln() / 2.0;
+    let mut s = normal("sgd", 0.5, 1, 1000);
+    let mut seen = 0;
+    let mut count = OnStep::new(|_: &Progress, _: &StepReport| seen += 1);
+    let report = Run::steps(1000)
+        .observe(&mut count)
+        .stop_when(|_, r| r.energies[0] - c < 1e-3)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
+    assert_eq!((report.steps, report.session_steps), (6, 6));
+    assert!(report.condition_met && !report.stopped);
+    assert_eq!(seen, 6);
+    // A condition never met leaves the run its full length.
+    let mut s = normal("sgd", 0.5, 1, 20);
+    let report = Run::steps(20)
+        .stop_when(|_, r| r.energies[0] < c)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
+    assert_eq!(report.steps, 20);
+    assert!(!report.condition_met);
+}

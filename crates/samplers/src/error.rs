@@ -66,6 +66,14 @@ pub enum SamplerError {
     Communication(String),
 }
 
+impl SamplerError {
+    /// Whether this is a divergence (a chain's energy, or the swap correction's variance
+    /// estimate, became NaN or infinite) rather than bad input.
+    pub fn is_divergence(&self) -> bool {
+        matches!(self, Self::Diverged { .. } | Self::NonFiniteVariance { .. })
+    }
+}
+
 /// Errors raised by targets (energies and gradients).
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum TargetError {

@@ -4,8 +4,9 @@
 //!
 //! 1. [`control`]: the adaptive scalar logic (schedules, stochastic-approximation step sizes)
 //!    in plain `f64`, no tensors.
-//! 2. [`kernel`]: the Langevin-type updates (SGD, momentum SGD, SGLD, SGHMC, pSGLD), written once
-//!    over the [`kernel::Lane`] algebra and run either on burn tensors or on plain `f64` slices.
+//! 2. [`kernel`]: the Langevin-type updates (SGD, momentum SGD, SGLD, SGHMC, pSGLD, SGNHT),
+//!    written once over the [`kernel::Lane`] algebra and run either on burn tensors or on plain
+//!    `f64` slices.
 //! 3. [`sampler`]: the algorithms as compositions of the two, behind one [`sampler::Sampler`] trait.
 //!
 //! [`registry`] names every sampler and builds it from one serde description

@@ -7,7 +7,9 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::digits::Digits;
-use sgmcmc_engine::{BatchSource, Kept, Observer, Progress, Run, RunError, init};
+use sgmcmc_engine::{
+    BatchSource, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
+};
 use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, nll};
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
@@ -15,7 +17,6 @@ use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, 
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings, SamplerSpec};
-use sgmcmc_samplers::rng::epoch_order;
 use sgmcmc_samplers::sampler::Sampler;
 
 use crate::device::DeviceChoice;
@@ -55,7 +56,7 @@ pub enum Gradients {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DigitsConfig {
-    /// Kernel name: `sgld`, `sghmc`, `psgld`, `sgd` or `msgd`.
+    /// Kernel name: `sgld`, `sghmc`, `psgld`, `sgnht`, `sgd` or `msgd`.
     pub sampler: String,
     /// Sampler steps.
     pub steps: u64,
@@ -205,44 +206,6 @@ pub(crate) fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> 
         .into_iter()
         .map(f64::from)
         .collect())
-}
-
-/// The minibatches of the digits task: epoch `e` selects the training set in the order
-/// [`epoch_order`]`(N, seed, e)` once, then slices it into batches.
-struct DigitsBatches<'a> {
-    train: &'a Set,
-    batch: usize,
-    seed: u64,
-    epoch: Option<(u64, Tensor<2>, Tensor<1, Int>)>,
-}
-
-impl BatchSource for DigitsBatches<'_> {
-    type Batch = Batch<Tensor<2>>;
-
-    fn batches_per_epoch(&self) -> Option<u64> {
-        Some((self.train.labels.len() / self.batch) as u64)
-    }
-
-    fn batch(&mut self, epoch: u64, index: u64) -> Result<Self::Batch, RunError> {
-        if self.epoch.as_ref().is_none_or(|(e, _, _)| *e != epoch) {
-            let n = self.train.labels.len();
-            let order: Vec<i64> = epoch_order(n, self.seed, epoch)
-                .into_iter()
-                .map(|i| i as i64)
-                .collect();
-            let device = self.train.x.device();
-            let order = Tensor::<1, Int>::from_data(order.as_slice(), &device);
-            let x = self.train.x.clone().select(0, order.clone());
-            let y = self.train.y.clone().select(0, order);
-            self.epoch = Some((epoch, x, y));
-        }
-        let (_, x, y) = self.epoch.as_ref().expect("set above");
-        let (b, w) = (self.batch, index as usize);
-        Ok(Batch {
-            x: x.clone().slice(w * b..(w + 1) * b),
-            y: Targets::Class(y.clone().slice(w * b..(w + 1) * b)),
-        })
-    }
 }
 
 /// The streaming model average over the test set and its `bma.csv` rows.
@@ -402,12 +365,17 @@ impl<'a> Chain<'a> {
         let model = init::seeded(device, config.seed, || mlp.init(device));
         let ensemble = ModuleEnsemble::new(target, vec![model], config.seed)?;
         let mut sampler = self.spec.clone().build(ensemble, config.seed)?;
-        let mut batches = DigitsBatches {
-            train,
-            batch: config.batch,
-            seed: config.seed,
-            epoch: None,
-        };
+        let mut batches = TensorBatches::new(
+            train.x.clone(),
+            train.y.clone(),
+            config.batch,
+            config.seed,
+            Shuffle::PerEpoch,
+        )?
+        .map(|(x, y)| Batch {
+            x,
+            y: Targets::Class(y),
+        });
         let (steps, burn_in, every) = (config.steps, config.burn_in, config.bma_every);
         // The model after step j (1-based) joins the average for j > burn_in, every `every`:
         // the pre-move point of step j; the one after the last step is added at the end.

@@ -1,314 +1,47 @@
 //! `--distributed`: a command's chains spread over the ranks of `mpirun` (feature `mpi`).
 //!
-//! Every rank parses the same command line, builds the same configuration and steps its own
-//! block of chains ([`sgmcmc_samplers::comm`]); rank 0 alone prints and writes the run folder.
-//! A rank that fails prints one line naming itself and the step, then ends the whole job
-//! (`MPI_Abort`), so no rank waits forever in a collective.
-//!
-//! A one-process run is the run over [`Ranks::local`], a single rank: the commands take the
-//! same path either way, and every gather of rank 0 is a move without encoding.
+//! The cross-rank rules are the engine's ([`sgmcmc_engine::ranks`]); this module joins the job
+//! from the command line (with the one-line error of a binary built without MPI), names the
+//! files a distributed run adds to its folder, and says how to continue one.
 
 mod resume;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use serde::{Deserialize, Serialize};
-use sgmcmc_engine::{Checkpoints, Observer, Progress, RunError};
-use sgmcmc_samplers::SamplerError;
-use sgmcmc_samplers::comm::{ChainLayout, Communicator, Local, Placement};
-use sgmcmc_samplers::sampler::Sampler;
-
 pub use resume::{Resume, one_process_error, resume_command};
+pub use sgmcmc_engine::ranks::{Ranks, diverged_chain, join_columns};
 
 use crate::error::AppError;
 
-/// The ranks of a distributed run.
-#[derive(Clone)]
-pub struct Ranks {
-    comm: Arc<dyn Communicator>,
-    /// Whether this is a job of ranks (`--distributed`, also of one rank), not one process.
-    distributed: bool,
-    /// The last step this rank began (for the failure line).
-    step: Arc<AtomicU64>,
+/// Joins the MPI job this process was started in (`mpirun`); errors when this binary was
+/// built without the `mpi` feature.
+pub fn join() -> Result<Ranks, AppError> {
+    #[cfg(feature = "mpi")]
+    {
+        Ok(Ranks::join()?)
+    }
+    #[cfg(not(feature = "mpi"))]
+    Err(AppError::Usage(
+        "--distributed needs MPI: this sgmcmc was built without it (rebuild with `--features \
+         mpi`, after scripts/install-deps.sh)"
+            .into(),
+    ))
 }
 
-impl Ranks {
-    /// Joins the MPI job this process was started in (`mpirun`); errors when this binary was
-    /// built without the `mpi` feature.
-    pub fn join() -> Result<Self, AppError> {
-        #[cfg(feature = "mpi")]
-        {
-            let comm = sgmcmc_engine::mpi::MpiComm::init()?;
-            Ok(Self::over(Arc::new(comm)))
-        }
-        #[cfg(not(feature = "mpi"))]
-        Err(AppError::Usage(
-            "--distributed needs MPI: this sgmcmc was built without it (rebuild with `--features \
-             mpi`, after scripts/install-deps.sh)"
-                .into(),
-        ))
+/// The ranks `--distributed` asks for: the MPI job's, else this process alone.
+pub fn ranks_of(distributed: bool) -> Result<Ranks, AppError> {
+    if distributed {
+        join()
+    } else {
+        Ok(Ranks::local())
     }
+}
 
-    /// The ranks of `comm` (e.g. a [`sgmcmc_samplers::comm::ThreadGroup`] handle in tests).
-    pub fn over(comm: Arc<dyn Communicator>) -> Self {
-        Self {
-            comm,
-            distributed: true,
-            step: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    /// One process: a single rank.
-    pub fn local() -> Self {
-        Self {
-            distributed: false,
-            ..Self::over(Arc::new(Local))
-        }
-    }
-
-    /// The ranks `--distributed` asks for: the MPI job's, else this process alone.
-    pub fn of(distributed: bool) -> Result<Self, AppError> {
-        if distributed {
-            Self::join()
-        } else {
-            Ok(Self::local())
-        }
-    }
-
-    /// Whether this is rank 0, the one that prints and writes the run folder.
-    pub fn is_leader(&self) -> bool {
-        self.rank() == 0
-    }
-
-    /// Whether this is a job of ranks (`--distributed`, even of one rank) rather than one
-    /// process: its checkpoints are parts with a manifest, and a failing rank ends the job.
-    pub fn is_distributed(&self) -> bool {
-        self.distributed
-    }
-
-    /// This rank.
-    pub fn rank(&self) -> usize {
-        self.comm.rank()
-    }
-
-    /// Number of ranks.
-    pub fn size(&self) -> usize {
-        self.comm.size()
-    }
-
-    /// The communicator.
-    pub fn comm(&self) -> &Arc<dyn Communicator> {
-        &self.comm
-    }
-
-    /// The command that continues the run of `sgmcmc COMMAND` in `dir` on these ranks.
-    pub fn resume_command(&self, command: &str, dir: &std::path::Path) -> String {
-        resume_command(command, dir, self.is_distributed().then(|| self.size()))
-    }
-
-    /// `chains` chains in contiguous blocks over the ranks.
-    pub fn placement(&self, chains: usize) -> Result<Placement, AppError> {
-        let layout = ChainLayout::even(chains, self.size())?;
-        Ok(Placement::new(Arc::clone(&self.comm), layout)?)
-    }
-
-    /// `checkpoints` written over these ranks (each rank its part, rank 0 the manifest) when
-    /// the run spans several.
-    pub fn checkpoints(&self, checkpoints: Checkpoints) -> Checkpoints {
-        if self.is_distributed() {
-            checkpoints.over_ranks(Arc::clone(&self.comm))
-        } else {
-            checkpoints
-        }
-    }
-
-    /// Runs `f` on rank 0 alone (preparing the run folder, writing the outputs) while the
-    /// others wait for it; a failure there ends the job. In one process `f`'s error is
-    /// returned.
-    pub fn on_leader(&self, f: impl FnOnce() -> Result<(), AppError>) -> Result<(), AppError> {
-        if !self.is_distributed() {
-            return f();
-        }
-        if self.is_leader()
-            && let Err(e) = f()
-        {
-            self.fail(&e, None);
-        }
-        self.comm.barrier().map_err(SamplerError::from)?;
-        Ok(())
-    }
-
-    /// `result` in one process; over several ranks an error ends the job from this rank
-    /// ([`Ranks::fail`]; a divergence every rank saw is reported by the rank that steps the
-    /// chain, `layout` says which).
-    pub fn settle<T>(
-        &self,
-        result: Result<T, RunError>,
-        layout: &ChainLayout,
-    ) -> Result<T, AppError> {
-        match result {
-            Err(e) if self.is_distributed() => {
-                let chain = diverged_chain(&e);
-                self.fail(&e.into(), chain.map(|c| (c, layout)))
-            }
-            r => r.map_err(AppError::from),
-        }
-    }
-
-    /// `result` of a step every rank takes (reading its part, loading data): in one process
-    /// as it is; over several ranks the ranks compare outcomes (one gathered flag each) and,
-    /// if any failed, the first rank that failed prints its error and ends the job, so one
-    /// line is printed whether one rank failed or all did.
-    pub fn agree<T>(&self, result: Result<T, AppError>) -> Result<T, AppError> {
-        if !self.is_distributed() {
-            return result;
-        }
-        let ok = [f64::from(u8::from(result.is_ok()))];
-        let mut all = vec![0.0; self.size()];
-        self.comm
-            .all_gather(&ok, &vec![1; self.size()], &mut all)
-            .map_err(SamplerError::from)?;
-        match (result, all.iter().position(|v| *v == 0.0)) {
-            (Ok(v), None) => Ok(v),
-            (Err(e), Some(first)) if first == self.rank() => self.fail(&e, None),
-            _ => {
-                // The first rank that failed ends the job; a barrier it never reaches holds
-                // this one until then.
-                let _ = self.comm.barrier();
-                self.comm.abort(1)
-            }
-        }
-    }
-
-    /// `result` in one process; over several ranks an error ends the job from this rank.
-    pub fn check<T>(&self, result: Result<T, AppError>) -> Result<T, AppError> {
-        match result {
-            Err(e) if self.is_distributed() => self.fail(&e, None),
-            r => r,
-        }
-    }
-
-    /// An observer that records the step this rank is at (for [`Ranks::fail`]).
-    pub fn clock(&self) -> StepClock {
-        StepClock(Arc::clone(&self.step))
-    }
-
-    /// Ends the job after `error` on this rank: one line naming the rank and the step, then
-    /// `MPI_Abort` with the error's exit code. A divergence every rank saw alike (coupled
-    /// samplers check the gathered energies) is reported by the rank that steps the chain; the
-    /// others wait for its abort.
-    pub fn fail(&self, error: &AppError, diverged: Option<(usize, &ChainLayout)>) -> ! {
-        let rank = self.rank();
-        if let Some((chain, layout)) = diverged
-            && layout.owner(chain) != rank
-        {
-            // The owner aborts the job; a barrier it never reaches holds this rank until then.
-            let _ = self.comm.barrier();
-            self.comm.abort(error.exit_code());
-        }
-        eprintln!(
-            "error: rank {rank} of {} at step {}: {}",
-            self.size(),
-            self.step.load(Ordering::Relaxed),
-            error.to_string().replace('\n', " ")
-        );
-        self.comm.abort(error.exit_code())
-    }
-
-    /// Gathers every rank's `part` to rank 0 (`Some(parts in rank order)` there; in one
-    /// process the part itself, not encoded).
-    pub fn gather<T: Serialize + for<'de> Deserialize<'de>>(
-        &self,
-        part: T,
-    ) -> Result<Option<Vec<T>>, AppError> {
-        if !self.is_distributed() {
-            return Ok(Some(vec![part]));
-        }
-        let mut bytes = Vec::new();
-        ciborium::into_writer(&part, &mut bytes)
-            .map_err(|e| AppError::Run(format!("cannot encode this rank's samples: {e}")))?;
-        let Some(all) = self.comm.gather_bytes(&bytes).map_err(SamplerError::from)? else {
-            return Ok(None);
-        };
-        all.iter()
-            .enumerate()
-            .map(|(r, b)| {
-                ciborium::from_reader(b.as_slice())
-                    .map_err(|e| AppError::Run(format!("rank {r}'s samples are unreadable: {e}")))
-            })
-            .collect::<Result<Vec<T>, _>>()
-            .map(Some)
-    }
-
-    /// This rank's per-chain `mine` (its chains in order) to rank 0, where they arrive in
-    /// global chain order (the ranks hold contiguous blocks in rank order).
-    pub fn gather_chains<T: Serialize + for<'de> Deserialize<'de>>(
-        &self,
-        mine: Vec<T>,
-    ) -> Result<Option<Vec<T>>, AppError> {
-        Ok(self
-            .gather(mine)?
-            .map(|all| all.into_iter().flatten().collect()))
-    }
-
-    /// Rank 0's `value` on every rank (e.g. whether a file only rank 0 reads exists).
-    pub fn broadcast<T: Serialize + for<'de> Deserialize<'de>>(
-        &self,
-        value: T,
-    ) -> Result<T, AppError> {
-        if !self.is_distributed() {
-            return Ok(value);
-        }
-        let mut bytes = Vec::new();
-        if self.is_leader() {
-            ciborium::into_writer(&value, &mut bytes)
-                .map_err(|e| AppError::Run(format!("cannot encode a broadcast: {e}")))?;
-        }
-        self.comm
-            .broadcast_bytes(&mut bytes)
-            .map_err(SamplerError::from)?;
-        ciborium::from_reader(bytes.as_slice())
-            .map_err(|e| AppError::Run(format!("rank 0's broadcast is unreadable: {e}")))
-    }
+/// The command that continues the run of `sgmcmc COMMAND` in `dir` on `ranks`.
+pub fn resume_on(ranks: &Ranks, command: &str, dir: &std::path::Path) -> String {
+    resume_command(command, dir, ranks.is_distributed().then(|| ranks.size()))
 }
 
 /// `files` (what a command writes into its run folder) and the checkpoint parts of a
 /// distributed run: what a fresh run with `--force` deletes first.
 pub fn with_parts(files: &[&'static str]) -> Vec<&'static str> {
     files.iter().copied().chain(["checkpoint.rank-*"]).collect()
-}
-
-/// Rows of this rank's chains, one row per step (`rows[k]` its chains' values at step `k`),
-/// joined on rank 0 into rows of every chain in global chain order.
-pub fn join_columns(parts: Vec<Vec<Vec<f64>>>) -> Vec<Vec<f64>> {
-    let steps = parts.iter().map(Vec::len).max().unwrap_or(0);
-    (0..steps)
-        .map(|k| {
-            parts
-                .iter()
-                .flat_map(|p| p.get(k).into_iter().flatten().copied())
-                .collect()
-        })
-        .collect()
-}
-
-/// The global chain that diverged, if `error` is a divergence.
-pub fn diverged_chain(error: &RunError) -> Option<usize> {
-    match error {
-        RunError::Sampler(SamplerError::Diverged { chain, .. }) => Some(*chain),
-        RunError::Diverged { chain, .. } => Some(*chain),
-        _ => None,
-    }
-}
-
-/// Records the step a rank is about to take.
-#[derive(Default)]
-pub struct StepClock(Arc<AtomicU64>);
-
-impl<S: Sampler> Observer<S> for StepClock {
-    fn before_step(&mut self, at: &Progress, _: &S) -> Result<(), RunError> {
-        self.0.store(at.step, Ordering::Relaxed);
-        Ok(())
-    }
 }

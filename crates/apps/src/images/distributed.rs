@@ -23,7 +23,7 @@ use super::data::ImagesData;
 use super::eval::probabilities;
 use super::run::{ImagesSampler, Stop};
 use super::{FILES, ImagesArgs, config_of, execute_on, out_dir};
-use crate::distributed::{Ranks, with_parts};
+use crate::distributed::with_parts;
 use crate::error::AppError;
 use crate::output::fresh_run_dir;
 use crate::overrides::ConfigFile;
@@ -107,12 +107,12 @@ pub fn placed(
 
 /// Runs the configuration `a` asks for over the ranks of this MPI job.
 pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
-    let ranks = Ranks::join()?;
+    let ranks = crate::distributed::join()?;
     let resolved = (|| {
         let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
         let config = config_of(a, file.as_ref())?;
         let dir = out_dir(a, &config);
-        Ok((config, dir))
+        Ok::<_, AppError>((config, dir))
     })();
     let (config, dir) = ranks.agree(resolved)?;
     ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, &with_parts(FILES)).map(drop))?;

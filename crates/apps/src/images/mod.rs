@@ -252,7 +252,7 @@ fn report_run(
     record: &Record,
 ) -> Result<(), AppError> {
     if record.steps_done < run::total_steps(config, data) {
-        let command = ranks.resume_command("images", dir);
+        let command = crate::distributed::resume_on(ranks, "images", dir);
         println!(
             "{}: stopped after {} steps; continue with `{command}`",
             config.sampler, record.steps_done
@@ -341,7 +341,7 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
         after_steps: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        let ranks = Ranks::of(a.distributed)?;
+        let ranks = crate::distributed::ranks_of(a.distributed)?;
         let (meta, r) = run::read_checkpoint_on(dir, &ranks)?;
         let data = ranks.agree(
             ImagesData::load(&meta.data.dir, &meta.config).and_then(|d| {

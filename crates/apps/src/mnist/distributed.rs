@@ -7,14 +7,14 @@ use std::path::PathBuf;
 use super::data::MnistData;
 use super::run::Stop;
 use super::{FILES, MnistArgs, config_of, data_dir, preset_of, samplers_of};
-use crate::distributed::{Ranks, with_parts};
+use crate::distributed::with_parts;
 use crate::error::AppError;
 use crate::output::fresh_run_dir;
 use crate::overrides::ConfigFile;
 
 /// Runs the one sampler `a` names over the ranks of this MPI job.
 pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {
-    let ranks = Ranks::join()?;
+    let ranks = crate::distributed::join()?;
     let resolved = (|| {
         let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
         let samplers = samplers_of(a, file.as_ref());

@@ -305,12 +305,12 @@ pub fn execute_on(
     };
     ranks.on_leader(|| {
         if record.epochs_done < config.epochs {
-            let command = ranks.resume_command("mnist", dir);
+            let command = crate::distributed::resume_on(ranks, "mnist", dir);
             println!(
                 "{}: stopped after {} of {} epochs; continue with `{command}`",
                 config.sampler, record.epochs_done, config.epochs
             );
-            return Ok(());
+            return Ok::<_, AppError>(());
         }
         let s = report::write(dir, config, data, &record, &device_choice.to_string())?;
         println!(
@@ -398,7 +398,12 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         after_epochs: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        return resume(&Ranks::of(a.distributed)?, dir, stop, a.quiet);
+        return resume(
+            &crate::distributed::ranks_of(a.distributed)?,
+            dir,
+            stop,
+            a.quiet,
+        );
     }
     if a.distributed {
         return distributed::run(a, stop);

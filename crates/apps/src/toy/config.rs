@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::density::toy::Noise;
 use sgmcmc_samplers::registry::SamplerSettings;
 
+#[cfg(feature = "fault-injection")]
 use super::fault::Fault;
 use super::target_spec::TargetChoice;
 use crate::device::DeviceChoice;
@@ -53,7 +54,9 @@ pub struct ToyConfig {
     pub max_plot_samples: usize,
     /// A fault on purpose (tests of distributed runs): `{ rank = 1, step = 500, kind =
     /// "diverge" }` makes rank 1's first chain report a NaN energy from step 500 on; `kind =
-    /// "kill"` makes the rank's process SIGKILL itself there.
+    /// "kill"` makes the rank's process SIGKILL itself there. Only in a build with the
+    /// `fault-injection` feature (the tests'); the shipped binary refuses the table.
+    #[cfg(feature = "fault-injection")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<Fault>,
 }
@@ -85,6 +88,7 @@ impl Default for ToyConfig {
             energy_noise: None,
             log_points: 1000,
             max_plot_samples: 20_000,
+            #[cfg(feature = "fault-injection")]
             fault: None,
         }
     }

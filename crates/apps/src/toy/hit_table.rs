@@ -13,6 +13,7 @@
 //! the domain) and the iteration budget (100,000, "inf" in Table 7.1 means more).
 
 use serde::Serialize;
+use sgmcmc_engine::{Repeat, Run};
 use sgmcmc_samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
@@ -22,8 +23,7 @@ use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::registry::SamplerSpec;
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{ContourConfig, Sampler, SgmcmcConfig};
-use sgmcmc_samplers::{SamplerError, SamplerError::Diverged};
+use sgmcmc_samplers::sampler::{ContourConfig, SgmcmcConfig};
 
 use crate::error::AppError;
 
@@ -109,16 +109,15 @@ pub fn iterations_to_hit(
         }
     };
     let mut sampler = spec.build(ens, seed)?;
-    for k in 0..budget {
-        // The report's energy is U at the iterate before the move, x_k.
-        match sampler.step(&()) {
-            Ok(r) if bench.hits(r.energies[0]) => return Ok(Some(k)),
-            Ok(_) => {}
-            Err(Diverged { .. }) => return Ok(None),
-            Err(e) => return Err(AppError::from(e as SamplerError)),
-        }
+    // The report's energy is U at the iterate before the move, x_k: the run ends after step k.
+    let run = Run::steps(budget)
+        .stop_when(|_, r| bench.hits(r.energies[0]))
+        .run(&mut sampler, &mut Repeat(()));
+    match run {
+        Ok(r) => Ok(r.condition_met.then(|| r.steps - 1)),
+        Err(e) if e.is_divergence() => Ok(None),
+        Err(e) => Err(e.into()),
     }
-    Ok(None)
 }
 
 /// One cell of the table: the hitting iterations of every run (`None` = miss).

@@ -1,6 +1,7 @@
 //! `sgmcmc toy`: samplers on the papers' analytic targets.
 
 pub mod config;
+#[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod hit_table;
 pub mod presets;

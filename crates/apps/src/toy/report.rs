@@ -6,7 +6,9 @@ use serde::Serialize;
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::density::toy::exact_masses::{self, ExactMethod};
 use sgmcmc_samplers::density::toy::quadrature;
-use sgmcmc_samplers::diagnostics::{Coupling, ess, kish_ess, split_rhat, weighted_ess};
+use sgmcmc_samplers::diagnostics::{
+    Convergence, Coupling, ess, kish_ess, pareto_k_hat, split_rhat, weighted_ess,
+};
 
 use super::config::ToyConfig;
 use super::replica::ReplicaSummary;
@@ -69,6 +71,15 @@ pub struct ToySummary {
     /// Kish's effective number of the kept samples' importance weights, `(sum w)^2 / sum w^2`
     /// (the number of samples for unweighted samplers).
     pub kish_ess: f64,
+    /// The rank-normalised diagnostics of the first coordinate's raw samples (Vehtari et al.
+    /// 2021, as ArviZ computes them): `max(bulk, folded)` R-hat, bulk and tail ESS, MCSE of the
+    /// mean and of the standard deviation. For contour samplers they describe the flattened law
+    /// the chains visit. R-hat needs two chains: null with one, as ArviZ's NaN.
+    pub convergence_x0: Convergence,
+    /// Pareto `k-hat` of the kept samples' importance weights (PSIS, Vehtari et al. 2024;
+    /// `r_eff = 1`), for samplers whose weights vary: below 0.5 the weighted averages converge
+    /// at the usual rate, above 0.7 they rest on a few samples. `None` for unweighted samplers.
+    pub pareto_k_hat: Option<f64>,
     /// How the chains count in `ess_x0`, `weighted_ess_x0` and `mode_mass_se`: `independent`,
     /// or `shared` for the chains of a contour sampler, which share `theta` (ICSGLD) and count
     /// as one dependent system, their errors from the trace of the chain-averaged estimate.
@@ -176,6 +187,11 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         ess_x0: raw_ess,
         weighted_ess_x0: raw_ess * kish / kept.max(1) as f64,
         kish_ess: kish,
+        convergence_x0: Convergence::of(&out.x0.chains),
+        pareto_k_hat: weights
+            .iter()
+            .any(|w| *w != weights[0])
+            .then(|| pareto_k_hat(&weights.iter().map(|w| w.ln()).collect::<Vec<_>>(), 1.0)),
         chain_coupling: out.coupling,
         theta: out.theta.clone(),
         theta_estimate,

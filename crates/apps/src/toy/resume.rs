@@ -98,7 +98,7 @@ pub fn finish_distributed(
 /// `sgmcmc toy --resume DIR [--distributed] [--stop-after N]`.
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
-    let ranks = Ranks::of(a.distributed)?;
+    let ranks = crate::distributed::ranks_of(a.distributed)?;
     let resume = Resume::read(&path, &ranks, "toy", dir)?;
     let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
     ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;

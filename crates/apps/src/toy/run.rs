@@ -17,6 +17,7 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
 
 use super::config::{Init, ToyConfig};
+#[cfg(feature = "fault-injection")]
 use super::fault::Faulty;
 use super::replica::{ReplicaSummary, trace_row};
 use crate::distributed::{Ranks, Resume, diverged_chain};
@@ -193,7 +194,7 @@ pub fn run_toy_on(
     };
     let here = placement.here();
     let mine = &starts[here.clone()];
-    let fault = cfg.fault.filter(|f| f.rank == placement.rank());
+    let rank = placement.rank();
     let job = Job {
         spec,
         cfg,
@@ -206,14 +207,26 @@ pub fn run_toy_on(
     match cfg.device.device()? {
         None => {
             let ens = HostEnsemble::new_part(target, mine, cfg.seed, here.start)?;
-            drive(job, Faulty::new(ens, fault))
+            drive(job, faulty(ens, cfg, rank))
         }
         Some(device) => {
             let particles = Particles::from_rows(mine, &device)?;
             let ens = ModuleEnsemble::new_part(target, vec![particles], cfg.seed, here.start)?;
-            drive(job, Faulty::new(ens, fault))
+            drive(job, faulty(ens, cfg, rank))
         }
     }
+}
+
+/// The chains failing as the config's `[fault]` says for this rank (tests only).
+#[cfg(feature = "fault-injection")]
+fn faulty<E: Ensemble>(ens: E, cfg: &ToyConfig, rank: usize) -> Faulty<E> {
+    Faulty::new(ens, cfg.fault.filter(|f| f.rank == rank))
+}
+
+/// The chains as they are (a build without `fault-injection`).
+#[cfg(not(feature = "fault-injection"))]
+fn faulty<E: Ensemble>(ens: E, _: &ToyConfig, _: usize) -> E {
+    ens
 }
 
 /// What a toy run drives its chains with, whatever ensemble holds them.
@@ -296,7 +309,7 @@ where
         (Ok(r), _) => r,
         (Err(e), Some(r)) => {
             let chain = diverged_chain(&e);
-            r.fail(&e.into(), chain.map(|c| (c, &layout)))
+            r.fail(&e, chain.map(|c| (c, &layout)))
         }
         (Err(e), None) => return Err(e.into()),
     };

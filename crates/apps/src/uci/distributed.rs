@@ -14,7 +14,7 @@ use crate::error::AppError;
 
 /// Runs what `a` asks for over the ranks of this MPI job.
 pub fn run(a: &UciArgs) -> Result<(), AppError> {
-    let ranks = Ranks::join()?;
+    let ranks = crate::distributed::join()?;
     let mut prepared = None;
     if ranks.is_leader() {
         prepared = Some(ranks.check(prepare(a))?);
@@ -32,7 +32,7 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     }
     let path = out.join("config.toml");
     let data = match prepared {
-        Some(p) => ranks.agree(Ok(p.data))?,
+        Some(p) => ranks.agree(Ok::<_, AppError>(p.data))?,
         None => ranks.agree(recorded_data(&config, &path))?,
     };
     single(&ranks, &config, data, 1, &out, resume)

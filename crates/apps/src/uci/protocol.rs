@@ -37,11 +37,13 @@
 
 use std::path::PathBuf;
 
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
 use sgmcmc_engine::observers::SampleSaver;
-use sgmcmc_engine::{BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, init};
+use sgmcmc_engine::{
+    BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
+};
 use sgmcmc_models::metrics::{gaussian_nll, rmse};
 use sgmcmc_models::mixture_nll::MixtureNll;
 use sgmcmc_models::mlp::MlpPosterior;
@@ -54,7 +56,6 @@ use sgmcmc_samplers::control::{RandomField, ThetaInit};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, KernelKind, SamplerSettings};
-use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::StepReport;
 
 use super::contour_stats::ContourStats;
@@ -256,70 +257,6 @@ impl RunFiles {
     /// The folder of the command's run that holds this one (`--resume` takes it).
     fn run_dir(&self) -> &std::path::Path {
         self.dir.parent().unwrap_or(&self.dir)
-    }
-}
-
-/// The paper's minibatches: the training rows shuffled in place by one Fisher-Yates pass per
-/// epoch from a stream of the run's seed (each epoch shuffles the previous epoch's order), in
-/// batches of `batch`, the last partial batch dropped. Epochs are replayed from the start when
-/// a resumed run asks for a later one.
-struct UciBatches {
-    x: Tensor<2>,
-    y: Tensor<2>,
-    batch: usize,
-    seed: u64,
-    rng: ChainRng,
-    order: Vec<usize>,
-    epoch: Option<u64>,
-}
-
-impl UciBatches {
-    fn new(x: Tensor<2>, y: Tensor<2>, batch: usize, seed: u64) -> Self {
-        let n = x.dims()[0];
-        Self {
-            x,
-            y,
-            batch,
-            seed,
-            rng: ChainRng::new(seed, 1 << 40),
-            order: (0..n).collect(),
-            epoch: None,
-        }
-    }
-
-    fn shuffle(&mut self) {
-        for i in (1..self.order.len()).rev() {
-            self.order.swap(i, self.rng.below(i + 1));
-        }
-    }
-}
-
-impl BatchSource for UciBatches {
-    type Batch = Batch<Tensor<2>>;
-
-    fn batches_per_epoch(&self) -> Option<u64> {
-        Some((self.order.len() / self.batch) as u64)
-    }
-
-    fn batch(&mut self, epoch: u64, index: u64) -> Result<Self::Batch, RunError> {
-        if self.epoch.is_some_and(|e| e > epoch) {
-            *self = Self::new(self.x.clone(), self.y.clone(), self.batch, self.seed);
-        }
-        while self.epoch != Some(epoch) {
-            self.shuffle();
-            self.epoch = Some(self.epoch.map_or(0, |e| e + 1));
-        }
-        let b = self.batch;
-        let start = index as usize * b;
-        let idx: Vec<i64> = self.order[start..start + b]
-            .iter()
-            .map(|&i| i as i64)
-            .collect();
-        let idx = Tensor::<1, Int>::from_data(TensorData::new(idx, [b]), &self.x.device());
-        Ok(Batch {
-            x: self.x.clone().select(0, idx.clone()),
-            y: Targets::Real(self.y.clone().select(0, idx)),
-        })
     }
 }
 
@@ -628,7 +565,12 @@ where
         }
         .write(&f.dir)?;
     }
-    let mut batches = UciBatches::new(x_train, y_train, run.batch, run.seed);
+    // The paper's minibatches: the rows shuffled in place by one Fisher-Yates pass per epoch.
+    let mut batches = TensorBatches::new(x_train, y_train, run.batch, run.seed, Shuffle::Carried)?
+        .map(|(x, y)| Batch {
+            x,
+            y: Targets::Real(y),
+        });
     let mut r = Run::epochs(run.epochs as u64)
         .burn_in(burn)
         .thin(every)

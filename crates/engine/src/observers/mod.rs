@@ -7,6 +7,7 @@
 //! | [`MetricsCsv`] | writes per-step energies, step sizes, weights and rungs to a CSV file | file length |
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
 //! | [`SampleSaver`] | saves kept models as burn records with their log weights | index length |
+//! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat | the draws |
 //! | [`OnStep`], [`OnSample`] | closures | - |
 
 mod average;
@@ -15,6 +16,7 @@ mod guard;
 mod metrics;
 mod progress;
 mod samples;
+mod trace;
 
 pub use average::ModelAverage;
 pub use closure::{OnSample, OnStep};
@@ -22,3 +24,4 @@ pub use guard::DivergenceGuard;
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
 pub use samples::{SAMPLES_INDEX, SampleSaver};
+pub use trace::{Functionals, NoFunctionals, Trace, TraceSummary};

@@ -10,6 +10,16 @@
 //! self-normalised mean, which combines the weights with the autocorrelation. Chains that
 //! share adaptive state ([`Coupling::Shared`]: ICSGLD's `theta`) are not independent replicates;
 //! their errors come from the chain-averaged trace, one series for the whole system.
+//!
+//! [`rank`] has the rank-normalised forms of Vehtari et al. (2021) that ArviZ and Stan report
+//! today (bulk and folded R-hat, bulk and tail ESS, MCSE), and [`mod@psis`] the Pareto `k-hat` of
+//! importance weights (Vehtari et al. 2024), both equal to ArviZ's on pinned arrays.
+
+pub mod psis;
+pub mod rank;
+
+pub use psis::{Psis, pareto_k_hat, psis};
+pub use rank::{Convergence, ess_bulk, ess_tail, mcse_mean, mcse_sd, rank_rhat};
 
 /// Split R-hat of scalar traces (one `Vec` per chain, equal lengths >= 4). NaN when undefined.
 pub fn split_rhat(chains: &[Vec<f64>]) -> f64 {
@@ -74,7 +84,7 @@ pub fn mcse(chains: &[Vec<f64>]) -> f64 {
 
 /// Biased autocovariance `acov(t) = sum_i (x_i - mu)(x_{i+t} - mu) / n` for every lag, by
 /// zero-padded FFT.
-fn autocovariance(x: &[f64]) -> Vec<f64> {
+pub(crate) fn autocovariance(x: &[f64]) -> Vec<f64> {
     let n = x.len();
     let size = (2 * n).next_power_of_two();
     let mu = mean(x);

@@ -1,0 +1,310 @@
+//! The ranks of a distributed run: which chains this process steps, and how the processes
+//! agree, gather and fail together.
+//!
+//! Every rank runs the same program, builds the same configuration and steps its own block of
+//! chains ([`sgmcmc_samplers::comm`]); rank 0 alone prints and writes the run's files. The
+//! helpers here are the cross-rank rules every experiment needs:
+//!
+//! * [`Ranks::agree`]: a step every rank takes (reading its checkpoint part, loading data)
+//!   either succeeds everywhere or ends the job from the first rank that failed, so one line is
+//!   printed whether one rank failed or all did;
+//! * [`Ranks::settle`]: a run's result, where a divergence every rank saw (coupled samplers
+//!   gather the energies) is reported by the rank that steps the chain;
+//! * [`Ranks::on_leader`], [`Ranks::gather`], [`Ranks::gather_chains`], [`Ranks::broadcast`]:
+//!   rank 0's work and the collection of every rank's part (CBOR, bit-exact floats).
+//!
+//! A rank that fails prints one line naming itself and the step ([`Ranks::clock`]) and ends
+//! the whole job ([`Communicator::abort`], `MPI_Abort`), so no rank waits forever in a
+//! collective. A one-process run is the run over [`Ranks::local`]: the same code path, and
+//! every gather a move without encoding.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
+use sgmcmc_samplers::SamplerError;
+use sgmcmc_samplers::comm::{ChainLayout, Communicator, Local, Placement};
+use sgmcmc_samplers::sampler::Sampler;
+
+use crate::checkpoint::Checkpoints;
+use crate::error::RunError;
+use crate::observer::{Observer, Progress};
+
+/// An error a rank can end the job with: printable, with a process exit code, and able to
+/// carry the run's own errors.
+pub trait JobError: std::fmt::Display + From<RunError> {
+    /// The exit code the job ends with.
+    fn exit_code(&self) -> i32;
+}
+
+impl JobError for RunError {
+    fn exit_code(&self) -> i32 {
+        RunError::exit_code(self)
+    }
+}
+
+/// The ranks of a distributed run.
+#[derive(Clone)]
+pub struct Ranks {
+    comm: Arc<dyn Communicator>,
+    /// Whether this is a job of ranks (`--distributed`, also of one rank), not one process.
+    distributed: bool,
+    /// The last step this rank began (for the failure line).
+    step: Arc<AtomicU64>,
+}
+
+impl Ranks {
+    /// Joins the MPI job this process was started in (`mpirun`; feature `mpi`).
+    #[cfg(feature = "mpi")]
+    pub fn join() -> Result<Self, RunError> {
+        let comm = crate::mpi::MpiComm::init()?;
+        Ok(Self::over(Arc::new(comm)))
+    }
+
+    /// The ranks of `comm` (e.g. a [`sgmcmc_samplers::comm::ThreadGroup`] handle in tests).
+    pub fn over(comm: Arc<dyn Communicator>) -> Self {
+        Self {
+            comm,
+            distributed: true,
+            step: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// One process: a single rank.
+    pub fn local() -> Self {
+        Self {
+            distributed: false,
+            ..Self::over(Arc::new(Local))
+        }
+    }
+
+    /// Whether this is rank 0, the one that prints and writes the run folder.
+    pub fn is_leader(&self) -> bool {
+        self.rank() == 0
+    }
+
+    /// Whether this is a job of ranks (`--distributed`, even of one rank) rather than one
+    /// process: its checkpoints are parts with a manifest, and a failing rank ends the job.
+    pub fn is_distributed(&self) -> bool {
+        self.distributed
+    }
+
+    /// This rank.
+    pub fn rank(&self) -> usize {
+        self.comm.rank()
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.comm.size()
+    }
+
+    /// The communicator.
+    pub fn comm(&self) -> &Arc<dyn Communicator> {
+        &self.comm
+    }
+
+    /// `chains` chains in contiguous blocks over the ranks.
+    pub fn placement(&self, chains: usize) -> Result<Placement, RunError> {
+        let layout = ChainLayout::even(chains, self.size())?;
+        Ok(Placement::new(Arc::clone(&self.comm), layout)?)
+    }
+
+    /// `checkpoints` written over these ranks (each rank its part, rank 0 the manifest) when
+    /// the run spans several.
+    pub fn checkpoints(&self, checkpoints: Checkpoints) -> Checkpoints {
+        if self.is_distributed() {
+            checkpoints.over_ranks(Arc::clone(&self.comm))
+        } else {
+            checkpoints
+        }
+    }
+
+    /// Runs `f` on rank 0 alone (preparing the run folder, writing the outputs) while the
+    /// others wait for it; a failure there ends the job. In one process `f`'s error is
+    /// returned.
+    pub fn on_leader<E: JobError>(&self, f: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
+        if !self.is_distributed() {
+            return f();
+        }
+        if self.is_leader()
+            && let Err(e) = f()
+        {
+            self.fail(&e, None);
+        }
+        self.comm
+            .barrier()
+            .map_err(|e| E::from(SamplerError::from(e).into()))
+    }
+
+    /// `result` in one process; over several ranks an error ends the job from this rank
+    /// ([`Ranks::fail`]; a divergence every rank saw is reported by the rank that steps the
+    /// chain, `layout` says which).
+    pub fn settle<T>(
+        &self,
+        result: Result<T, RunError>,
+        layout: &ChainLayout,
+    ) -> Result<T, RunError> {
+        match result {
+            Err(e) if self.is_distributed() => {
+                let chain = diverged_chain(&e);
+                self.fail(&e, chain.map(|c| (c, layout)))
+            }
+            r => r,
+        }
+    }
+
+    /// `result` of a step every rank takes (reading its part, loading data): in one process
+    /// as it is; over several ranks the ranks compare outcomes (one gathered flag each) and,
+    /// if any failed, the first rank that failed prints its error and ends the job, so one
+    /// line is printed whether one rank failed or all did.
+    pub fn agree<T, E: JobError>(&self, result: Result<T, E>) -> Result<T, E> {
+        if !self.is_distributed() {
+            return result;
+        }
+        let ok = [f64::from(u8::from(result.is_ok()))];
+        let mut all = vec![0.0; self.size()];
+        self.comm
+            .all_gather(&ok, &vec![1; self.size()], &mut all)
+            .map_err(|e| E::from(SamplerError::from(e).into()))?;
+        match (result, all.iter().position(|v| *v == 0.0)) {
+            (Ok(v), None) => Ok(v),
+            (Err(e), Some(first)) if first == self.rank() => self.fail(&e, None),
+            _ => {
+                // The first rank that failed ends the job; a barrier it never reaches holds
+                // this one until then.
+                let _ = self.comm.barrier();
+                self.comm.abort(1)
+            }
+        }
+    }
+
+    /// `result` in one process; over several ranks an error ends the job from this rank.
+    pub fn check<T, E: JobError>(&self, result: Result<T, E>) -> Result<T, E> {
+        match result {
+            Err(e) if self.is_distributed() => self.fail(&e, None),
+            r => r,
+        }
+    }
+
+    /// An observer that records the step this rank is at (for [`Ranks::fail`]).
+    pub fn clock(&self) -> StepClock {
+        StepClock(Arc::clone(&self.step))
+    }
+
+    /// Ends the job after `error` on this rank: one line naming the rank and the step, then
+    /// `MPI_Abort` with the error's exit code. A divergence every rank saw alike (coupled
+    /// samplers check the gathered energies) is reported by the rank that steps the chain; the
+    /// others wait for its abort.
+    ///
+    /// This line on standard error is the one thing the library prints: the process ends
+    /// right after it, with no caller left to print it.
+    pub fn fail<E: JobError>(&self, error: &E, diverged: Option<(usize, &ChainLayout)>) -> ! {
+        let rank = self.rank();
+        if let Some((chain, layout)) = diverged
+            && layout.owner(chain) != rank
+        {
+            // The owner aborts the job; a barrier it never reaches holds this rank until then.
+            let _ = self.comm.barrier();
+            self.comm.abort(error.exit_code());
+        }
+        eprintln!(
+            "error: rank {rank} of {} at step {}: {}",
+            self.size(),
+            self.step.load(Ordering::Relaxed),
+            error.to_string().replace('\n', " ")
+        );
+        self.comm.abort(error.exit_code())
+    }
+
+    /// Gathers every rank's `part` to rank 0 (`Some(parts in rank order)` there; in one
+    /// process the part itself, not encoded).
+    pub fn gather<T: Serialize + for<'de> Deserialize<'de>>(
+        &self,
+        part: T,
+    ) -> Result<Option<Vec<T>>, RunError> {
+        if !self.is_distributed() {
+            return Ok(Some(vec![part]));
+        }
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&part, &mut bytes)
+            .map_err(|e| RunError::Observer(format!("cannot encode this rank's samples: {e}")))?;
+        let Some(all) = self.comm.gather_bytes(&bytes).map_err(SamplerError::from)? else {
+            return Ok(None);
+        };
+        all.iter()
+            .enumerate()
+            .map(|(r, b)| {
+                ciborium::from_reader(b.as_slice()).map_err(|e| {
+                    RunError::Observer(format!("rank {r}'s samples are unreadable: {e}"))
+                })
+            })
+            .collect::<Result<Vec<T>, _>>()
+            .map(Some)
+    }
+
+    /// This rank's per-chain `mine` (its chains in order) to rank 0, where they arrive in
+    /// global chain order (the ranks hold contiguous blocks in rank order).
+    pub fn gather_chains<T: Serialize + for<'de> Deserialize<'de>>(
+        &self,
+        mine: Vec<T>,
+    ) -> Result<Option<Vec<T>>, RunError> {
+        Ok(self
+            .gather(mine)?
+            .map(|all| all.into_iter().flatten().collect()))
+    }
+
+    /// Rank 0's `value` on every rank (e.g. whether a file only rank 0 reads exists).
+    pub fn broadcast<T: Serialize + for<'de> Deserialize<'de>>(
+        &self,
+        value: T,
+    ) -> Result<T, RunError> {
+        if !self.is_distributed() {
+            return Ok(value);
+        }
+        let mut bytes = Vec::new();
+        if self.is_leader() {
+            ciborium::into_writer(&value, &mut bytes)
+                .map_err(|e| RunError::Observer(format!("cannot encode a broadcast: {e}")))?;
+        }
+        self.comm
+            .broadcast_bytes(&mut bytes)
+            .map_err(SamplerError::from)?;
+        ciborium::from_reader(bytes.as_slice())
+            .map_err(|e| RunError::Observer(format!("rank 0's broadcast is unreadable: {e}")))
+    }
+}
+
+/// Rows of this rank's chains, one row per step (`rows[k]` its chains' values at step `k`),
+/// joined on rank 0 into rows of every chain in global chain order.
+pub fn join_columns(parts: Vec<Vec<Vec<f64>>>) -> Vec<Vec<f64>> {
+    let steps = parts.iter().map(Vec::len).max().unwrap_or(0);
+    (0..steps)
+        .map(|k| {
+            parts
+                .iter()
+                .flat_map(|p| p.get(k).into_iter().flatten().copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// The global chain that diverged, if `error` is a divergence.
+pub fn diverged_chain(error: &RunError) -> Option<usize> {
+    match error {
+        RunError::Sampler(SamplerError::Diverged { chain, .. }) => Some(*chain),
+        RunError::Diverged { chain, .. } => Some(*chain),
+        _ => None,
+    }
+}
+
+/// Records the step a rank is about to take.
+#[derive(Default)]
+pub struct StepClock(Arc<AtomicU64>);
+
+impl<S: Sampler> Observer<S> for StepClock {
+    fn before_step(&mut self, at: &Progress, _: &S) -> Result<(), RunError> {
+        self.0.store(at.step, Ordering::Relaxed);
+        Ok(())
+    }
+}
