@@ -52,6 +52,7 @@ CASES = {
     "shifted": dict(seed=3, chains=4, draws=200, rho=0.5, shift=0.4),
     "odd": dict(seed=4, chains=3, draws=201, rho=0.3),
     "ties": dict(seed=5, chains=2, draws=100, rho=0.2, decimals=0),
+    "ties at 0.1": dict(seed=6, chains=4, draws=101, rho=0.5, decimals=1),
 }
 
 print(f"// ArviZ {az.__version__}, NumPy {np.__version__}")

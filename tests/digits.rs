@@ -54,6 +54,17 @@ fn sgld_learns_synthetic_digits_on_every_device_and_repeats_itself() {
         }
         let rows = std::fs::read_to_string(out.join("bma.csv")).unwrap();
         assert_eq!(rows.lines().count(), s.models + 1);
+        // The energies of the models kept during the run (steps k in (burn-in, steps) with
+        // k - burn-in a multiple of bma_every; the model after the last step joins the
+        // average after the run). ESS needs four draws.
+        let d = &s.diagnostics;
+        let kept = ((config.steps - config.burn_in - 1) / config.bma_every) as usize;
+        assert_eq!((d.chains, d.draws), (1, kept), "{choice}");
+        let ess = d.quantities["energy"].ess_bulk;
+        assert!(
+            if kept >= 4 { ess > 0.0 } else { ess.is_nan() },
+            "{choice}: {d:?}"
+        );
         // Same seed, same device, same numbers.
         let again = run_digits(&config, &root, &device, &out, choice, false).unwrap();
         assert_eq!(

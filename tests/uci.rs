@@ -40,6 +40,19 @@ fn the_protocol_learns_a_synthetic_regression_on_every_device() {
                 r.rmse
             );
             assert!(r.nll.is_finite());
+            // The run's diagnostics: one chain's averaged models, their energies' ESS.
+            let d = r.diagnostics.as_ref().expect("diagnostics");
+            // Every `floor((steps - burn-in) / models)`-th step after the burn-in: at least
+            // `models` draws (more when the division leaves a remainder).
+            assert_eq!(d.chains, 1);
+            assert!(d.draws >= run.models, "{d:?}");
+            let energy = d.quantities["energy"];
+            assert!(energy.rhat.is_nan(), "R-hat needs two chains");
+            assert!(
+                energy.ess_bulk > 0.0 && energy.mcse_mean > 0.0,
+                "{energy:?}"
+            );
+            assert_eq!(d.pareto_k_hat.is_none(), sampler == "sgld", "{d:?}");
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

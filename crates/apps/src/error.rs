@@ -84,9 +84,20 @@ mod tests {
             energy: f64::NAN,
         };
         let io = std::io::Error::other("disk full");
+        let variance = SamplerError::NonFiniteVariance {
+            pair: 0,
+            value: f64::INFINITY,
+        };
         for e in [
             RunError::Sampler(diverged),
+            RunError::Sampler(variance),
             RunError::Sampler(SamplerError::InvalidSetting("bad".into())),
+            RunError::Sampler(SamplerError::Communication("lost".into())),
+            RunError::Diverged {
+                chain: 1,
+                step: 2,
+                what: "energy 1e300".into(),
+            },
             RunError::io("writing", "x", io),
             RunError::Malformed {
                 path: PathBuf::from("c"),

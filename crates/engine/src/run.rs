@@ -212,6 +212,12 @@ impl<'a, S: Sampler> Run<'a, S> {
     /// then ends as a finished one does (observers' [`Observer::on_end`], the last checkpoint)
     /// after fewer steps, and its report says [`RunReport::condition_met`]. The condition is
     /// asked after the step's observers, so it sees what they recorded.
+    ///
+    /// Over several ranks every rank must reach the same answer at the same step (the end
+    /// writes a checkpoint and calls observers that gather): read what every rank sees alike,
+    /// e.g. the energies of coupled samplers, which are gathered each step, not the energies
+    /// of independent chains, which a rank knows for its own block only. A checkpoint written
+    /// at the end does not record that the condition was met: a resumed run steps on.
     pub fn stop_when(mut self, condition: impl FnMut(&Progress, &StepReport) -> bool + 'a) -> Self {
         self.until = Some(Box::new(condition));
         self

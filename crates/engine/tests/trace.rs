@@ -5,24 +5,26 @@
 use std::path::PathBuf;
 
 use sgmcmc_engine::observers::Trace;
-use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Repeat, Run};
+use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Observer, Repeat, Run};
 use sgmcmc_samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc_samplers::diagnostics::Convergence;
 use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 
-/// Three SGLD chains on `U(x) = x^2 / 2 + ln(2 pi) / 2` with exact gradients, lr 0.1.
-fn sgld(name: &str, steps: u64) -> AnySampler<HostEnsemble> {
+/// `chains` (at most 3) chains of sampler `name` on `U(x) = x^2 / 2 + ln(2 pi) / 2` with exact
+/// gradients, lr 0.1.
+fn sampler(name: &str, chains: usize, steps: u64) -> AnySampler<HostEnsemble> {
     let target = by_name("normal")
         .unwrap()
         .with_noise(NoiseModel::EXACT)
         .unwrap();
-    let ens = HostEnsemble::new(target, &[vec![-1.0], vec![0.0], vec![1.0]], 3).unwrap();
+    let starts = [vec![-1.0], vec![0.0], vec![1.0]];
+    let ens = HostEnsemble::new(target, &starts[..chains], 3).unwrap();
     SamplerSettings {
         lr: 0.1,
         ..SamplerSettings::named(name)
     }
-    .spec(&BuildContext::steps(steps).chains(3))
+    .spec(&BuildContext::steps(steps).chains(chains))
     .unwrap()
     .build(ens, 3)
     .unwrap()
@@ -35,7 +37,7 @@ fn position(kept: &Kept<HostPoints>, c: usize) -> Result<Vec<f64>, String> {
 #[test]
 fn a_trace_holds_every_chains_draws_and_its_mcse_covers_the_exact_error() {
     let steps = 40_000;
-    let mut s = sgld("sgld", steps);
+    let mut s = sampler("sgld", 3, steps);
     let mut trace = Trace::new(&["x"], position);
     Run::steps(steps)
         .burn_in(1000)
@@ -73,6 +75,13 @@ fn a_trace_holds_every_chains_draws_and_its_mcse_covers_the_exact_error() {
         d.mcse_sd
     );
     assert!(d.rhat < 1.01 && d.ess_bulk > 1000.0, "{d:?}");
+    // A part joins another trace (as on rank 0 after a gather) to the same summary; a part of
+    // another number of functionals is refused.
+    let mut joined = Trace::new(&["x"], position);
+    joined.join(trace.part()).unwrap();
+    assert_eq!(joined.summary(), summary);
+    let mut energies = Trace::energies();
+    assert!(energies.join(trace.part()).is_err());
 }
 
 #[test]
@@ -126,4 +135,26 @@ fn a_contour_trace_reports_the_weights_k_hat_and_resumes_exactly() {
     assert_eq!(resumed, whole);
     assert_eq!(resumed_weights, weights);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn replica_exchange_traces_its_rung_0_as_one_chain_and_names_must_match_on_resume() {
+    let steps = 3000;
+    let mut s = sampler("resgld", 2, steps);
+    let mut trace = Trace::new(&["x"], position);
+    Run::steps(steps)
+        .burn_in(1000)
+        .thin(10)
+        .observe(&mut trace)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
+    let summary = trace.summary();
+    // Whichever replica sits on rung 0 at a kept step gives that step's draw: one chain.
+    assert_eq!((summary.chains, summary.draws), (1, 200));
+    assert!(summary.quantities["x"].rhat.is_nan());
+    // A checkpointed trace resumes only into a trace of the same functionals.
+    let state = <Trace<_> as Observer<AnySampler<HostEnsemble>>>::save(&trace).unwrap();
+    let mut other = Trace::new(&["y"], position);
+    let err = <Trace<_> as Observer<AnySampler<HostEnsemble>>>::restore(&mut other, &state);
+    assert!(err.unwrap_err().to_string().contains("functionals"));
 }

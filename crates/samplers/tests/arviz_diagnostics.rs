@@ -32,8 +32,15 @@ impl Lcg {
 }
 
 /// `chains` AR(1) chains (`x <- rho x + e`), chain `c` shifted by `c * shift`, optionally
-/// rounded to integers (ties), as the script's `ar1`.
-fn ar1(seed: u64, chains: usize, draws: usize, rho: f64, shift: f64, round: bool) -> Vec<Vec<f64>> {
+/// rounded to `decimals` (ties), as the script's `ar1`.
+fn ar1(
+    seed: u64,
+    chains: usize,
+    draws: usize,
+    rho: f64,
+    shift: f64,
+    decimals: Option<i32>,
+) -> Vec<Vec<f64>> {
     let mut g = Lcg(seed);
     (0..chains)
         .map(|c| {
@@ -42,8 +49,14 @@ fn ar1(seed: u64, chains: usize, draws: usize, rho: f64, shift: f64, round: bool
                 .map(|_| {
                     x = rho * x + g.normal();
                     let v = x + c as f64 * shift;
-                    // NumPy rounds half to even.
-                    if round { v.round_ties_even() } else { v }
+                    // NumPy's round: scale, round half to even, scale back.
+                    match decimals {
+                        Some(d) => {
+                            let s = 10f64.powi(d);
+                            (v * s).round_ties_even() / s
+                        }
+                        None => v,
+                    }
                 })
                 .collect()
         })
@@ -63,15 +76,15 @@ type Case = (&'static str, Vec<Vec<f64>>, [f64; 6]);
 
 #[test]
 fn rhat_ess_and_mcse_equal_arviz() {
-    let sticky = ar1(2, 4, 300, 0.95, 0.0, false)
+    let sticky = ar1(2, 4, 300, 0.95, 0.0, None)
         .into_iter()
         .map(|c| c.into_iter().map(|v| (v / 2.0).exp()).collect())
         .collect();
     // rhat, ess_bulk, ess_tail, ess_mean, mcse_mean, mcse_sd
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         (
             "mixed",
-            ar1(1, 4, 200, 0.5, 0.0, false),
+            ar1(1, 4, 200, 0.5, 0.0, None),
             [
                 1.004_846_833_187_801_8,
                 269.930_091_057_352_23,
@@ -95,7 +108,7 @@ fn rhat_ess_and_mcse_equal_arviz() {
         ),
         (
             "shifted chains",
-            ar1(3, 4, 200, 0.5, 0.4, false),
+            ar1(3, 4, 200, 0.5, 0.4, None),
             [
                 1.052_456_429_891_998,
                 94.170_254_947_494_48,
@@ -107,7 +120,7 @@ fn rhat_ess_and_mcse_equal_arviz() {
         ),
         (
             "odd length",
-            ar1(4, 3, 201, 0.3, 0.0, false),
+            ar1(4, 3, 201, 0.3, 0.0, None),
             [
                 1.004_076_380_872_886_3,
                 282.906_642_717_955_95,
@@ -119,7 +132,7 @@ fn rhat_ess_and_mcse_equal_arviz() {
         ),
         (
             "ties",
-            ar1(5, 2, 100, 0.2, 0.0, true),
+            ar1(5, 2, 100, 0.2, 0.0, Some(0)),
             [
                 0.997_587_254_183_425_6,
                 143.149_857_825_929_8,
@@ -127,6 +140,20 @@ fn rhat_ess_and_mcse_equal_arviz() {
                 143.452_060_756_667,
                 9.166_690_323_881_263e-2,
                 5.571_379_178_278_132e-2,
+            ],
+        ),
+        (
+            // Draws on a 0.1 grid: ArviZ's 95% quantile is 1.6999999999999997, not 1.7, which
+            // decides `x <= q` for the draws at 1.7 (the tail ESS).
+            "ties at 0.1",
+            ar1(6, 4, 101, 0.5, 0.0, Some(1)),
+            [
+                1.010_687_655_453_914_6,
+                107.080_957_310_104_98,
+                179.422_510_048_295_27,
+                108.545_894_192_416_44,
+                0.115_306_509_539_667_15,
+                5.780_099_285_788_859e-2,
             ],
         ),
     ];
@@ -153,8 +180,8 @@ fn rhat_ess_and_mcse_equal_arviz() {
         }
     }
     // The shifted chains are flagged (rank R-hat above 1.01), the mixed ones are not.
-    assert!(Convergence::of(&ar1(3, 4, 200, 0.5, 0.4, false)).rhat > 1.01);
-    assert!(Convergence::of(&ar1(1, 4, 200, 0.5, 0.0, false)).rhat < 1.01);
+    assert!(Convergence::of(&ar1(3, 4, 200, 0.5, 0.4, None)).rhat > 1.01);
+    assert!(Convergence::of(&ar1(1, 4, 200, 0.5, 0.0, None)).rhat < 1.01);
 }
 
 #[test]
@@ -211,8 +238,13 @@ fn pareto_k_hat_and_smoothed_weights_equal_arviz() {
         assert!((total - 1.0).abs() < 1e-12, "normalised: {total}");
         assert_eq!(pareto_k_hat(&lw, r_eff), p.k_hat);
     }
-    // Too few draws for a tail of five: no fit, as ArviZ says (k = inf).
+    // Too few draws for a tail of five, or a NaN weight: no fit, as ArviZ says (k = inf).
     assert!(pareto_k_hat(&[0.0, 1.0, 2.0, 3.0], 1.0).is_infinite());
+    let mut g = Lcg(14);
+    let mut lw: Vec<f64> = (0..100).map(|_| g.normal()).collect();
+    lw[7] = f64::NAN;
+    let p = psis(&lw, 1.0);
+    assert!(p.k_hat.is_infinite() && p.log_weights.iter().all(|v| v.is_nan()));
 }
 
 #[test]

@@ -7,6 +7,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::digits::Digits;
+use sgmcmc_engine::observers::{Trace, TraceSummary};
 use sgmcmc_engine::{
     BatchSource, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
 };
@@ -173,6 +174,9 @@ pub struct DigitsSummary {
     pub brier: f64,
     /// Accuracy of the last model alone.
     pub last_model_accuracy: f64,
+    /// Convergence diagnostics of the averaged models' energies (ESS and MCSE; R-hat is null
+    /// for the one chain).
+    pub diagnostics: TraceSummary,
 }
 
 /// One split of the data as tensors on a device.
@@ -302,7 +306,7 @@ pub fn run_digits(
         test: &test_set,
         show_progress,
     };
-    let (wall, average) = match config.gradients {
+    let (wall, average, diagnostics) = match config.gradients {
         Gradients::ClosedForm => chain.run(
             MlpPosterior::new(posterior),
             &Set::new(&train, device),
@@ -338,6 +342,7 @@ pub fn run_digits(
         ece: ece(&mean, CLASSES, l, config.ece_bins),
         brier: brier(&mean, CLASSES, l),
         last_model_accuracy: last,
+        diagnostics,
     };
     write(out, &summary, &rows)?;
     Ok(summary)
@@ -359,7 +364,7 @@ impl<'a> Chain<'a> {
         target: T,
         train: &Set,
         device: &Device,
-    ) -> Result<(f64, DigitsAverage<'a>), AppError> {
+    ) -> Result<(f64, DigitsAverage<'a>, TraceSummary), AppError> {
         let config = self.config;
         let mlp = network(config.hidden);
         let model = init::seeded(device, config.seed, || mlp.init(device));
@@ -389,13 +394,15 @@ impl<'a> Chain<'a> {
         };
         let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
         let mut progress = progress::report(&bar, 1000);
+        let mut trace = Trace::energies();
         let report = Run::steps(steps)
             .keep_when(move |k| k > burn_in && (k - burn_in).is_multiple_of(every))
             .observe(&mut average)
+            .observe(&mut trace)
             .observe(&mut progress)
             .run(&mut sampler, &mut batches);
         bar.finish_and_clear();
-        Ok((report?.wall_seconds, average))
+        Ok((report?.wall_seconds, average, trace.summary()))
     }
 }
 

@@ -418,6 +418,7 @@ fn run_jobs(
                 noise_sd: None,
                 contour: None,
                 predictions: Vec::new(),
+                diagnostics: None,
             }),
             Some(Err(e)) => Err(e),
             None => Err(AppError::Run("a run did not finish".into())),

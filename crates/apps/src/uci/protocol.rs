@@ -40,7 +40,7 @@ use std::path::PathBuf;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
-use sgmcmc_engine::observers::SampleSaver;
+use sgmcmc_engine::observers::{SampleSaver, Trace, TraceSummary};
 use sgmcmc_engine::{
     BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
 };
@@ -238,6 +238,10 @@ pub struct UciResult {
     /// The model average's test predictions in original units (its mean).
     #[serde(default)]
     pub predictions: Vec<f64>,
+    /// Convergence diagnostics of the averaged models' energies: R-hat (two or more chains),
+    /// bulk and tail ESS, MCSE, and the Pareto `k-hat` of contour samplers' weights.
+    #[serde(default)]
+    pub diagnostics: Option<TraceSummary>,
 }
 
 /// Where a run keeps its files (checkpoints, saved samples).
@@ -571,10 +575,12 @@ where
             x,
             y: Targets::Real(y),
         });
+    let mut trace = Trace::energies();
     let mut r = Run::epochs(run.epochs as u64)
         .burn_in(burn)
         .thin(every)
-        .observe(&mut average);
+        .observe(&mut average)
+        .observe(&mut trace);
     if let Some(s) = saver.as_mut() {
         r = r.observe(s);
     }
@@ -589,6 +595,17 @@ where
         r = r.checkpoints(ranks.checkpoints(Checkpoints::new(path, f.checkpoint_every)));
     }
     let report = ranks.settle(r.run(&mut sampler, &mut batches), &layout)?;
+    // Every rank's draws to rank 0 (a collective every rank reaches before any returns).
+    let diagnostics = match ranks.gather(trace.part())? {
+        Some(parts) => {
+            let mut all = Trace::energies();
+            for p in parts {
+                all.join(p)?;
+            }
+            Some(all.summary())
+        }
+        None => None,
+    };
     let mut s = average.sums;
     if ranks.is_distributed() {
         let Some(parts) = ranks.gather(std::mem::take(&mut s.kept))? else {
@@ -638,6 +655,7 @@ where
             .stats
             .map(|st| st.finish(sampler.theta().map(|t| t.theta()), &theta_start)),
         predictions: pred,
+        diagnostics,
     }))
 }
 

@@ -24,4 +24,4 @@ pub use guard::DivergenceGuard;
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
 pub use samples::{SAMPLES_INDEX, SampleSaver};
-pub use trace::{Functionals, NoFunctionals, Trace, TraceSummary};
+pub use trace::{Functionals, NoFunctionals, Trace, TracePart, TraceSummary};

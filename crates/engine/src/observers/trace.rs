@@ -17,8 +17,10 @@ use crate::observer::{Kept, Observer, Points, Progress, decode, encode};
 /// From them, [`Trace::summary`] gives each quantity's rank-normalised R-hat, bulk and tail
 /// ESS and MCSE ([`Convergence`], as ArviZ computes them) and, when the weights vary (contour
 /// and tempered samplers), the Pareto `k-hat` of the log weights
-/// ([`sgmcmc_samplers::diagnostics::psis()`]). R-hat needs at least two chains with kept draws
-/// (replica exchange keeps one: its rung-0 chain).
+/// ([`sgmcmc_samplers::diagnostics::psis()`]). For weighted samplers R-hat and ESS describe
+/// the unweighted draws (the flattened law the chains visit), the k-hat whether the weighted
+/// averages can be trusted. R-hat needs at least two target chains: replica exchange has one,
+/// the draws of whichever replica sits on rung 0 (keyed by the rung).
 ///
 /// ```
 /// use sgmcmc_engine::observers::Trace;
@@ -42,7 +44,6 @@ use crate::observer::{Kept, Observer, Points, Progress, decode, encode};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Trace<F> {
-    names: Vec<String>,
     functionals: F,
     state: TraceState,
 }
@@ -65,11 +66,46 @@ enum Column {
     Functional(usize),
 }
 
+impl ChainTrace {
+    /// The draws of `self` and `other` in step order.
+    fn merged(self, other: ChainTrace) -> ChainTrace {
+        let all = [self, other];
+        let mut at: Vec<(u64, usize, usize)> = all
+            .iter()
+            .enumerate()
+            .flat_map(|(p, t)| t.step.iter().enumerate().map(move |(i, &k)| (k, p, i)))
+            .collect();
+        at.sort_unstable();
+        let columns = all[0].values.len();
+        let mut out = ChainTrace {
+            values: vec![Vec::with_capacity(at.len()); columns],
+            ..ChainTrace::default()
+        };
+        for (k, p, i) in at {
+            let t = &all[p];
+            out.step.push(k);
+            out.energy.push(t.energy[i]);
+            out.log_weight.push(t.log_weight[i]);
+            for (column, values) in out.values.iter_mut().zip(&t.values) {
+                column.push(values[i]);
+            }
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct TraceState {
-    /// By global chain index.
+    /// The functionals' names.
+    names: Vec<String>,
+    /// By target chain: the global chain index, or for replica exchange the rung (0).
     chains: BTreeMap<usize, ChainTrace>,
 }
+
+/// The draws of some chains of a [`Trace`], to send to another rank ([`Trace::part`],
+/// [`Trace::join`]; serde, bit-exact in CBOR).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TracePart(TraceState);
 
 /// A trace's diagnostics ([`Trace::summary`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,16 +157,48 @@ impl<F> Trace<F> {
     /// `kept.points.chain(kept.index(chain))` for host chains).
     pub fn new(names: &[&str], functionals: F) -> Self {
         Self {
-            names: names.iter().map(|n| n.to_string()).collect(),
             functionals,
-            state: TraceState::default(),
+            state: TraceState {
+                names: names.iter().map(|n| n.to_string()).collect(),
+                chains: BTreeMap::new(),
+            },
         }
+    }
+
+    /// This trace's draws (a rank's chains), for [`Trace::join`] on another rank, e.g. after
+    /// [`crate::Ranks::gather`].
+    pub fn part(&self) -> TracePart {
+        TracePart(self.state.clone())
+    }
+
+    /// Adds the chains of `part` (another rank's). A chain in both (replica exchange's rung 0,
+    /// held by the replicas of several ranks in turn) gets the draws of both in step order.
+    /// Errors when the part traced other functionals.
+    pub fn join(&mut self, part: TracePart) -> Result<(), RunError> {
+        self.same_names(&part.0.names, "a trace part")?;
+        for (chain, t) in part.0.chains {
+            match self.state.chains.remove(&chain) {
+                None => self.state.chains.insert(chain, t),
+                Some(mine) => self.state.chains.insert(chain, mine.merged(t)),
+            };
+        }
+        Ok(())
+    }
+
+    fn same_names(&self, names: &[String], what: &str) -> Result<(), RunError> {
+        if names == self.state.names.as_slice() {
+            return Ok(());
+        }
+        Err(RunError::Observer(format!(
+            "{what} traces the functionals {names:?}, this trace {:?}",
+            self.state.names
+        )))
     }
 
     /// The names of the traced quantities: `energy`, then the functionals.
     pub fn names(&self) -> Vec<String> {
         std::iter::once("energy".to_string())
-            .chain(self.names.iter().cloned())
+            .chain(self.state.names.iter().cloned())
             .collect()
     }
 
@@ -140,7 +208,7 @@ impl<F> Trace<F> {
         let column = match quantity {
             "energy" => Column::Energy,
             "log_weight" => Column::LogWeight,
-            name => Column::Functional(self.names.iter().position(|n| n == name)?),
+            name => Column::Functional(self.state.names.iter().position(|n| n == name)?),
         };
         let n = self.draws_per_chain();
         Some(
@@ -205,7 +273,7 @@ where
     F: Functionals<Points<S>>,
 {
     fn wants_points(&self) -> bool {
-        !self.names.is_empty()
+        !self.state.names.is_empty()
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Points<S>>) -> Result<(), RunError> {
@@ -214,14 +282,17 @@ where
                 .functionals
                 .values(kept, c)
                 .map_err(RunError::Observer)?;
-            if values.len() != self.names.len() {
+            if values.len() != self.state.names.len() {
                 return Err(RunError::Observer(format!(
                     "a trace of {} functionals got {} values",
-                    self.names.len(),
+                    self.state.names.len(),
                     values.len()
                 )));
             }
-            let t = self.state.chains.entry(c).or_insert_with(|| ChainTrace {
+            // Replica exchange keeps the rung-0 point, whichever replica holds it: its draws
+            // form one target chain, keyed by the rung.
+            let key = kept.report.rungs.get(c).copied().unwrap_or(c);
+            let t = self.state.chains.entry(key).or_insert_with(|| ChainTrace {
                 values: vec![Vec::new(); values.len()],
                 ..ChainTrace::default()
             });
@@ -240,7 +311,9 @@ where
     }
 
     fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.state = decode(state)?;
+        let state: TraceState = decode(state)?;
+        self.same_names(&state.names, "the checkpoint's trace")?;
+        self.state = state;
         Ok(())
     }
 }

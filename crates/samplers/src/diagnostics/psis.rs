@@ -15,7 +15,8 @@
 //! * `k >= 0.7` (or `1 - 1 / log10(S)` for small `S`): the average rests on a few draws and
 //!   cannot be trusted; for a contour sampler, the energy partition or `zeta` needs changing.
 //!
-//! Fewer than five tail draws: `k = inf` and no smoothing, as ArviZ does.
+//! Fewer than five tail draws, or a NaN log weight: `k = inf` and no smoothing, as ArviZ does
+//! (a NaN leaves every smoothed weight NaN).
 
 /// Pareto-smoothed log weights and the tail shape.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +31,12 @@ pub struct Psis {
 /// efficiency `r_eff` (`ESS / S`, 1 for independent draws).
 pub fn psis(log_weights: &[f64], r_eff: f64) -> Psis {
     let s = log_weights.len();
+    if log_weights.iter().any(|w| w.is_nan()) {
+        return Psis {
+            log_weights: vec![f64::NAN; s],
+            k_hat: f64::INFINITY,
+        };
+    }
     let max = log_weights
         .iter()
         .copied()

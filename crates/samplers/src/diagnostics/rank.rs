@@ -14,7 +14,7 @@
 //!   maximum (eq. 5-6 of the paper; 1.01 is its suggested threshold);
 //! * **ESS** `S / tau`, `tau = -1 + 2 sum_t rho_t` summed over Geyer's initial positive and
 //!   monotone sequence of the combined autocorrelation `rho_t = 1 - (W - mean_j acov_j(t)) /
-//!   var+` (eq. 10-11), at least `S / log10(S)`; *bulk* ESS of the normalised split draws, *tail*
+//!   var+` (eq. 10-11), with `tau >= 1 / log10(S)` (so ESS <= `S log10 S`); *bulk* ESS of the normalised split draws, *tail*
 //!   ESS the smaller of the ESS of the indicators `x <= q_0.05` and `x <= q_0.95`, *mean* ESS of
 //!   the split draws themselves;
 //! * **MCSE** of the mean `sd / sqrt(ESS_mean)`, of the standard deviation by the delta method
@@ -25,19 +25,31 @@
 
 use super::autocovariance;
 
-/// The rank-normalised diagnostics of one scalar quantity over several chains.
+/// The rank-normalised diagnostics of one scalar quantity over several chains. An undefined
+/// value (NaN) is written as JSON `null` and read back as NaN.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Convergence {
     /// `max(bulk, folded)` R-hat ([`rank_rhat`]).
+    #[serde(deserialize_with = "nan_if_null")]
     pub rhat: f64,
     /// Bulk effective sample size ([`ess_bulk`]).
+    #[serde(deserialize_with = "nan_if_null")]
     pub ess_bulk: f64,
     /// Tail effective sample size ([`ess_tail`]).
+    #[serde(deserialize_with = "nan_if_null")]
     pub ess_tail: f64,
     /// Monte Carlo standard error of the mean ([`mcse_mean`]).
+    #[serde(deserialize_with = "nan_if_null")]
     pub mcse_mean: f64,
     /// Monte Carlo standard error of the standard deviation ([`mcse_sd`]).
+    #[serde(deserialize_with = "nan_if_null")]
     pub mcse_sd: f64,
+}
+
+/// A number, or NaN for `null` (JSON writes NaN as `null`).
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl Convergence {
@@ -81,10 +93,10 @@ pub fn ess_tail(chains: &[Vec<f64>]) -> f64 {
     ess_quantile(chains, 0.05).min(ess_quantile(chains, 0.95))
 }
 
-/// ESS of the quantile `prob`: the ESS of the indicator `x <= q_prob` over the split chains
-/// (`q_prob` interpolated linearly between order statistics, NumPy's default).
+/// ESS of the quantile `prob` (in `[0, 1]`): the ESS of the indicator `x <= q_prob` over the
+/// split chains (`q_prob` as ArviZ takes it: SciPy's `mquantiles` with `alphap = betap = 1`).
 pub fn ess_quantile(chains: &[Vec<f64>], prob: f64) -> f64 {
-    if !valid(chains, 1) {
+    if !valid(chains, 1) || !(0.0..=1.0).contains(&prob) {
         return f64::NAN;
     }
     let q = quantile(chains.iter().flatten().copied().collect(), prob);
@@ -271,18 +283,31 @@ fn mean_var(x: &[f64]) -> (f64, f64) {
     )
 }
 
-/// The median (the mean of the two middle values of an even count).
-fn median(x: Vec<f64>) -> f64 {
-    quantile(x, 0.5)
+/// NumPy's median: the middle value, or `(a + b) / 2` of the two middle values.
+fn median(mut x: Vec<f64>) -> f64 {
+    x.sort_by(f64::total_cmp);
+    let n = x.len();
+    if n % 2 == 1 {
+        x[n / 2]
+    } else {
+        (x[n / 2 - 1] + x[n / 2]) / 2.0
+    }
 }
 
-/// The `p` quantile interpolated linearly between order statistics (`h = (S - 1) p`).
+/// The `p` quantile as ArviZ takes it (SciPy's `mquantiles` with `alphap = betap = 1`, NumPy's
+/// linear rule), in its arithmetic: `aleph = S p + 1 - p`, `k = floor(clip(aleph, 1, S - 1))`,
+/// `gamma = clip(aleph - k, 0, 1)`, `q = (1 - gamma) x_(k) + gamma x_(k+1)` (1-based order
+/// statistics). The arithmetic matters: with tied draws a last-bit difference in `q` flips
+/// indicators `x <= q`.
 fn quantile(mut x: Vec<f64>, p: f64) -> f64 {
     x.sort_by(f64::total_cmp);
-    let h = (x.len() - 1) as f64 * p;
-    let lo = h.floor() as usize;
-    let hi = (lo + 1).min(x.len() - 1);
-    x[lo] + (h - lo as f64) * (x[hi] - x[lo])
+    let n = x.len() as f64;
+    let aleph = n * p + (1.0 - p);
+    let k = aleph.clamp(1.0, (n - 1.0).max(1.0)).floor();
+    let gamma = (aleph - k).clamp(0.0, 1.0);
+    let k = k as usize;
+    let upper = x[k.min(x.len() - 1)];
+    (1.0 - gamma) * x[k - 1] + gamma * upper
 }
 
 /// `Phi^-1(p)`, the standard normal quantile, to about 1e-15 relative: a rational start
@@ -343,6 +368,17 @@ mod tests {
         // Known values: the 97.5% point and the 1e-10 tail.
         assert!((normal_quantile(0.975) - 1.959_963_984_540_054).abs() < 1e-14);
         assert!((normal_quantile(1e-10) + 6.361_340_902_404_056).abs() < 1e-12);
+    }
+
+    #[test]
+    fn an_undefined_value_goes_through_json_as_null() {
+        let c = Convergence::of(&[vec![1.0, 3.0, 2.0, 5.0, 4.0, 4.5]]);
+        assert!(c.rhat.is_nan(), "one chain");
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(text.contains("\"rhat\":null"), "{text}");
+        let back: Convergence = serde_json::from_str(&text).unwrap();
+        assert!(back.rhat.is_nan());
+        assert_eq!(back.ess_bulk, c.ess_bulk);
     }
 
     #[test]
