@@ -6,46 +6,11 @@
 //! +- one standard error bands (`regret.png`) and the final regret per agent (`summary.json`).
 //!
 //! The protocol is in [`mod@run`] (loop), [`mod@env`] (rewards, regret), [`agents`] (samplers, acting)
-//! and [`config`] (presets). Where it departs from the reference code
-//! (`contextual_bandits/` of the ICSGLD repository):
-//!
-//! * The network maps `[one-hot mushroom, one-hot action]` to one predicted reward (the
-//!   reference: the mushroom to one output per action, the loss on the chosen action's),
-//!   so the registry's closed-form MLP posterior (Gaussian, MSE) is the target as it is.
-//! * The likelihood's `N` is the buffer's size at each round (the reference: the capacity 4096).
-//! * Regret is the oracle's expected reward minus the expected reward of the action taken (the
-//!   reference subtracts the drawn reward), which removes the +5 / -35 coin from the curves.
-//! * An agent's chains share each step's minibatch (the reference draws one per chain).
-//! * Contour agents use the registry's samplers as they are: every chain's bin enters the
-//!   field, the top bin included, and the acting weight is `theta[J]^zeta + 1e-3` in every bin
-//!   (the reference leaves top-bin chains out of the field, moves them with multiplier 1 and
-//!   weighs them `1e-3`); `omega_k = min(0.01, 1 / (k^0.6 + 100))` (the reference: 0.03 after a
-//!   10% warm-up). The energies (`N` times the mean squared error, in the tens of thousands
-//!   while the buffer holds the random initial pulls) lie above the `m du = 1000` the thesis'
-//!   partition spans, as the reference's do, so the chains mostly sit in the top bin (an
-//!   estimate from the residuals, not measured: some 120 eaten poisonous mushrooms at +-20
-//!   each among 512 random pulls already give 5e4).
-//! * EpsGreedy is SGD with a decaying lr and uniform exploration, the reference's command for
-//!   it (`-c sgld -decay 0.999 -epsilon 0.003`, temperature 0), not RMSprop.
-//! * Dropout runs the reference's dropout code (`-c dropout`: `DropoutNet`, `AgentDropout`,
-//!   `DropoutRLReg`) with its README's settings (`-lr 1e-6 -rate 0.5 -samples 5`, temperature
-//!   0, weight decay 1e-2): the README's command says `-c sgld`, with which `main.py` builds the
-//!   plain `DeterministicRLNet`, `AgentGreedy` and `DeterministicRLReg` and reads neither
-//!   `-rate` nor `-samples`, i.e. runs ConstSGD. Its masks come from the chains' streams
-//!   (training) and a stream of the seed's (acting), not torch's global generator.
-//!
-//! What that dropout code does, and this module with it: the last hidden layer's ReLU output
-//! goes through `F.dropout(., 0.5)` (inverted: a kept unit is doubled; never switched off, so
-//! in training and acting alike; the first hidden layer is not masked). Contexts are `[n, 1,
-//! d]`; `repeat_interleave(context, samples, dim=1)` makes `[n, 5, d]`, each copy with masks
-//! of its own, and `.mean(dim=1)` averages the 5 predictions. In training
-//! (`DropoutRLReg.get_loss_`) the squared error is taken of that mean (not the mean of 5
-//! squared errors); in acting (`AgentBayesNet.act`, which `AgentDropout` is) the one mushroom
-//! is unsqueezed to `[1, 1, d]`, repeated to `[1, 5, d]`, and the action is the argmax of the
-//! chains' weighted mean (`AgentDN.evaluate`, equal weights: the sampler returns `1e-3` for
-//! every chain) of the 5-copy means. Here the minibatch rows and the step's mushrooms are
-//! repeated the same way ([`sgmcmc_models::mlp::Dropout`] with `samples = 5`, layers `last`),
-//! fresh masks at every step and for every row.
+//! and [`config`] (presets). Where it departs from the reference code (`contextual_bandits/` of
+//! the ICSGLD repository: one network output per (mushroom, action), the likelihood's `N` the
+//! buffer's size, regret in expectation, shared minibatches, the registry's contour samplers
+//! as they are, EpsGreedy as the reference's SGD command, Dropout as the reference's dropout
+//! code) and why: `docs/experiments/bandit.md`.
 
 pub mod agents;
 pub mod config;

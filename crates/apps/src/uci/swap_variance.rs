@@ -1,13 +1,14 @@
 //! Replica exchange on the UCI networks: the swap variance from fresh minibatches.
 //!
 //! The corrected swap (reSGLD, Algorithm 1, eq. 2.12) subtracts `d sigma2_hat / F` from the
-//! energy difference, `sigma2_hat` being the variance of one chain's minibatch energy. The
-//! replica samplers' own refresh repeats the estimate on the step's batch, which measures the
-//! variance of injected noise (the toy targets); a network's minibatch energy has none, so it
-//! measured zero and the corrected swap degenerated to the naive one (`F = inf`). As the image
-//! tables do, `resgld` / `resghmc` therefore run as their variance-reduced forms without control
-//! variates (`vr-*` with `control_period = 0`: the same chains and swaps), whose refresh draws
-//! `variance_draws` fresh minibatches every `variance_period` steps ([`fresh_batches`]).
+//! energy difference, `sigma2_hat` per pair of adjacent rungs being half the variance of the
+//! two replicas' energy difference over paired fresh minibatches
+//! (`sgmcmc_samplers::control::energy_variance`). A refresh without data of its own sees only
+//! the step's batch, on which a network's energy difference has no spread, and would leave the
+//! corrected swap the naive one. As the image tables do, `resgld` / `resghmc` therefore run as
+//! their variance-reduced forms without control variates (`vr-*` with `control_period = 0`: the
+//! same chains and swaps), whose refresh draws `variance_draws` fresh minibatches every
+//! `variance_period` steps ([`fresh_batches`]).
 
 use burn::tensor::{Int, Tensor, TensorData};
 use sgmcmc_models::Targets;

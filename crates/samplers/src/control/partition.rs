@@ -8,7 +8,7 @@ use crate::error::{SamplerError, check, positive};
 /// `u_min + i du < u <= u_min + (i + 1) du`; energies below fall in bin 0, above in bin `m - 1`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EnergyPartition {
-    /// Lower edge `u_min` of bin 1 (bin 0 extends to minus infinity).
+    /// Lower edge `u_min` of bin 0 (which also takes every energy below it).
     pub u_min: f64,
     /// Bin width `du`.
     pub du: f64,
