@@ -41,11 +41,16 @@ fn sizes_and_counts_outside_their_range_are_refused() {
     for s in ["--seconds=-1", "--seconds=nan", "--seconds=inf"] {
         fails_with(&["bench", s, "--no-cnn", "--out", o], 2, "--seconds");
     }
-    fails_with(
-        &["mnist", "--stop-after", "0", "--out", o],
-        2,
-        "--stop-after",
-    );
+    for command in ["mnist", "toy", "images"] {
+        fails_with(
+            &[command, "--stop-after", "0", "--out", o],
+            2,
+            "--stop-after",
+        );
+    }
+    // `sgmcmc` alone ran nothing: the help on standard output, one error line, exit 2.
+    fails_with(&[], 2, "a command is needed");
+    assert!(String::from_utf8_lossy(&sgmcmc(&[]).stdout).contains("Usage"));
     fails_with(&["mnist", "--chains", "100000", "--out", o], 2, "chains");
     fails_with(&["uci", "--seeds", "1000000000000", "--out", o], 2, "seeds");
     fails_with(&["uci", "--chains", "100000", "--out", o], 2, "chains");

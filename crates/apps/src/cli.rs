@@ -145,8 +145,8 @@ pub struct ToyArgs {
     /// `--distributed` a manifest and one part per rank).
     #[arg(long)]
     pub checkpoint_every: Option<u64>,
-    /// Stop after this many steps, writing a checkpoint (continue with `--resume`).
-    #[arg(long)]
+    /// Stop after this many steps (>= 1), writing a checkpoint (continue with `--resume`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub stop_after: Option<u64>,
     /// Continue the checkpointed run in this folder with the settings it recorded (with
     /// `--distributed`, on as many ranks as wrote it).
@@ -178,14 +178,16 @@ where
         Ok(p) => p,
         Err(e) => {
             use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
                 print!("{e}");
                 return Ok(());
+            }
+            // `sgmcmc` alone: the help on standard output, and bad usage (exit 2): nothing ran.
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                print!("{e}");
+                return Err(AppError::Usage(
+                    "a command is needed (the list above; `sgmcmc demo` runs the demo)".into(),
+                ));
             }
             let first = e.to_string();
             let line = first

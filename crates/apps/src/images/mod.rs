@@ -98,8 +98,8 @@ pub struct ImagesArgs {
     /// Checkpoint every this many epochs (0 = never; overrides the preset).
     #[arg(long)]
     pub checkpoint_every: Option<f64>,
-    /// Stop after this many steps (a checkpoint is written; continue with `--resume`).
-    #[arg(long)]
+    /// Stop after this many steps, >= 1 (a checkpoint is written; continue with `--resume`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub stop_after: Option<u64>,
     /// Run seed [default: the config file's, else 1].
     #[arg(long)]

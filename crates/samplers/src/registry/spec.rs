@@ -276,7 +276,7 @@ impl SamplerSettings {
             (None, None) => {
                 return Err(SamplerError::InvalidSetting(format!(
                     "{}: set contour.u_min, the lowest energy of the partition (e.g. from a \
-                     pilot run: the engine's tuning::partition_from_pilot)",
+                     pilot run: the engine's tuning::pilot_energies and tuning::partition)",
                     self.name
                 )));
             }
