@@ -55,6 +55,16 @@ impl<B: BatchSource, T, F: FnMut(B::Batch) -> T> BatchSource for Map<B, F> {
     }
 }
 
+/// Refuses a batch size outside `1..=n`, the size of the data set.
+pub(crate) fn check_batch_size(batch_size: usize, n: usize) -> Result<(), RunError> {
+    if batch_size == 0 || batch_size > n {
+        return Err(RunError::Setting(format!(
+            "batch size {batch_size} must lie in 1..={n} (the data set's size)"
+        )));
+    }
+    Ok(())
+}
+
 /// The same batch at every step (`()` for analytic toys, or the whole data set).
 #[derive(Clone, Debug, Default)]
 pub struct Repeat<B>(pub B);
@@ -99,12 +109,7 @@ where
         seed: u64,
         device: &Device,
     ) -> Result<Self, RunError> {
-        let n = dataset.len();
-        if batch_size == 0 || batch_size > n {
-            return Err(RunError::Setting(format!(
-                "batch size {batch_size} must lie in 1..={n} (the data set's size)"
-            )));
-        }
+        check_batch_size(batch_size, dataset.len())?;
         Ok(Self {
             dataset,
             batcher,

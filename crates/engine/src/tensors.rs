@@ -11,7 +11,7 @@ use burn::tensor::kind::Basic;
 use burn::tensor::{Float, Int, Tensor, TensorData};
 use sgmcmc_samplers::rng::{ChainRng, epoch_order};
 
-use crate::batches::BatchSource;
+use crate::batches::{BatchSource, check_batch_size};
 use crate::error::RunError;
 
 /// How an epoch orders the rows.
@@ -85,11 +85,7 @@ impl<const D: usize, const E: usize, K: Basic> TensorBatches<D, E, K> {
                 "the inputs have {n} rows and the targets {m}"
             )));
         }
-        if batch == 0 || batch > n {
-            return Err(RunError::Setting(format!(
-                "batch size {batch} must lie in 1..={n} (the data set's size)"
-            )));
-        }
+        check_batch_size(batch, n)?;
         Ok(Self {
             x,
             y,

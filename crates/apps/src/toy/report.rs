@@ -7,7 +7,7 @@ use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::density::toy::exact_masses::{self, ExactMethod};
 use sgmcmc_samplers::density::toy::quadrature;
 use sgmcmc_samplers::diagnostics::{
-    Convergence, Coupling, ess, kish_ess, pareto_k_hat, split_rhat, weighted_ess,
+    Convergence, Coupling, ess, kish_ess, split_rhat, weighted_ess, weighted_k_hat,
 };
 
 use super::config::ToyConfig;
@@ -188,10 +188,7 @@ pub fn summarize(cfg: &ToyConfig, out: &ToyOutcome) -> Result<ToySummary, AppErr
         weighted_ess_x0: raw_ess * kish / kept.max(1) as f64,
         kish_ess: kish,
         convergence_x0: Convergence::of(&out.x0.chains),
-        pareto_k_hat: weights
-            .iter()
-            .any(|w| *w != weights[0])
-            .then(|| pareto_k_hat(&weights.iter().map(|w| w.ln()).collect::<Vec<_>>(), 1.0)),
+        pareto_k_hat: weighted_k_hat(&weights.iter().map(|w| w.ln()).collect::<Vec<_>>(), 1.0),
         chain_coupling: out.coupling,
         theta: out.theta.clone(),
         theta_estimate,

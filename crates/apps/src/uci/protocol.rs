@@ -596,16 +596,7 @@ where
     }
     let report = ranks.settle(r.run(&mut sampler, &mut batches), &layout)?;
     // Every rank's draws to rank 0 (a collective every rank reaches before any returns).
-    let diagnostics = match ranks.gather(trace.part())? {
-        Some(parts) => {
-            let mut all = Trace::energies();
-            for p in parts {
-                all.join(p)?;
-            }
-            Some(all.summary())
-        }
-        None => None,
-    };
+    let diagnostics = trace.summary_over(ranks)?;
     let mut s = average.sums;
     if ranks.is_distributed() {
         let Some(parts) = ranks.gather(std::mem::take(&mut s.kept))? else {

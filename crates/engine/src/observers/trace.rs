@@ -3,11 +3,12 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::diagnostics::{Convergence, pareto_k_hat};
+use sgmcmc_samplers::diagnostics::{Convergence, weighted_k_hat};
 use sgmcmc_samplers::sampler::Sampler;
 
 use crate::error::RunError;
 use crate::observer::{Kept, Observer, Points, Progress, decode, encode};
+use crate::ranks::Ranks;
 
 /// Records, for every target chain and every kept step (a *draw*), the energy of the kept
 /// point, its log importance weight, and the values of user-chosen scalar functionals (a
@@ -257,13 +258,26 @@ impl<F> Trace<F> {
             .values()
             .flat_map(|c| c.log_weight.iter().copied())
             .collect();
-        let varies = weights.iter().any(|w| *w != weights[0]);
         TraceSummary {
             chains: self.state.chains.len(),
             draws: self.draws_per_chain(),
             quantities,
-            pareto_k_hat: varies.then(|| pareto_k_hat(&weights, 1.0)),
+            pareto_k_hat: weighted_k_hat(&weights, 1.0),
         }
+    }
+
+    /// [`Trace::summary`] of every rank's chains, on rank 0 (`None` on the others): each rank's
+    /// [`Trace::part`] gathered and joined. A collective: every rank calls it.
+    pub fn summary_over(&self, ranks: &Ranks) -> Result<Option<TraceSummary>, RunError> {
+        let Some(parts) = ranks.gather(self.part())? else {
+            return Ok(None);
+        };
+        let mut all = Trace::new(&[], NoFunctionals);
+        all.state.names.clone_from(&self.state.names);
+        for p in parts {
+            all.join(p)?;
+        }
+        Ok(Some(all.summary()))
     }
 }
 

@@ -18,7 +18,7 @@
 pub mod psis;
 pub mod rank;
 
-pub use psis::{Psis, pareto_k_hat, psis};
+pub use psis::{Psis, pareto_k_hat, psis, weighted_k_hat};
 pub use rank::{Convergence, ess_bulk, ess_tail, mcse_mean, mcse_sd, rank_rhat};
 
 /// Split R-hat of scalar traces (one `Vec` per chain, equal lengths >= 4). NaN when undefined.

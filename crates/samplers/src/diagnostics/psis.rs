@@ -63,6 +63,16 @@ pub fn pareto_k_hat(log_weights: &[f64], r_eff: f64) -> f64 {
     psis(log_weights, r_eff).k_hat
 }
 
+/// Pareto `k-hat` of `log_weights` when they vary, `None` when all are equal (the draws of
+/// an unweighted sampler, where importance sampling has nothing to diagnose).
+pub fn weighted_k_hat(log_weights: &[f64], r_eff: f64) -> Option<f64> {
+    let first = *log_weights.first()?;
+    log_weights
+        .iter()
+        .any(|w| *w != first)
+        .then(|| pareto_k_hat(log_weights, r_eff))
+}
+
 /// Smooths the weights of `x` (shifted to max 0, `order` sorting it) above `cut`; the shape.
 fn smooth_tail(x: &mut [f64], order: &[usize], cut: f64) -> f64 {
     let tail: Vec<usize> = order.iter().copied().filter(|&i| x[i] > cut).collect();
