@@ -67,6 +67,24 @@ fn uci_resume_reads_the_recorded_data_refuses_changed_data_and_run_changing_flag
     assert_eq!(recorded["sha256"].as_str().unwrap().len(), 64);
     // The environment now names another (identical) copy: the run's own folder is read.
     ok(&with_data_dir(&["uci", "--resume", o, "--jobs", "1"], &two));
+    // config.toml edited after the start: a seed that continues from its checkpoint would run
+    // on with two weight decays (or learning rates). (The seed finished: without its result.json it continues
+    // from its last checkpoint.)
+    let config_path = out.join("config.toml");
+    let original = std::fs::read_to_string(&config_path).unwrap();
+    let mut edited: toml::Table = original.parse().unwrap();
+    let run = edited["run"].as_table_mut().unwrap();
+    let decay = run["weight_decay"].as_float().unwrap();
+    run["weight_decay"] = toml::Value::Float(2.0 * decay);
+    std::fs::write(&config_path, toml::to_string(&edited).unwrap()).unwrap();
+    std::fs::remove_file(out.join("seed-0/result.json")).unwrap();
+    refused(
+        &with_data_dir(&["uci", "--resume", o], &one),
+        "written with other settings than config.toml gives now (weight_decay = ",
+    );
+    std::fs::write(&config_path, original).unwrap();
+    ok(&with_data_dir(&["uci", "--resume", o, "--jobs", "1"], &one));
+    assert!(out.join("seed-0/result.json").is_file());
     // Its data changed: refused, although the folder the environment names did not change.
     edit_one_value(&one.join("uci/syn"));
     refused(

@@ -1,6 +1,6 @@
 //! Run folders: a command refuses an `--out` folder that already holds files (exit 2, one line
 //! naming the folder and `--force`) before any work; `--force` deletes the files the command
-//! writes and leaves the others.
+//! writes and leaves the others; a folder another run holds is refused.
 
 mod common;
 
@@ -70,14 +70,21 @@ fn force_replaces_the_runs_own_files_and_keeps_the_others() {
         args.extend(extra);
         args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
     };
-    // A stale file of an earlier contour run (an SGLD run writes no theta trace).
+    // A stale file of an earlier contour run (an SGLD run writes no theta trace), and the
+    // checkpoint of an earlier checkpointed run, which `--resume` would otherwise continue in
+    // place of this run's results.
     std::fs::write(dir.join("theta_trace.csv"), "stale").unwrap();
+    std::fs::write(dir.join("checkpoint.cbor"), "stale").unwrap();
     std::fs::write(dir.join(".summary.tmp.json"), "torn").unwrap();
     let args = toy(&["--force"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     succeeds(&args);
     assert!(dir.join("summary.json").is_file());
     assert!(!dir.join("theta_trace.csv").exists(), "a stale file stayed");
+    assert!(
+        !dir.join("checkpoint.cbor").exists(),
+        "a stale checkpoint stayed"
+    );
     assert!(
         !dir.join(".summary.tmp.json").exists(),
         "a temp file stayed"
@@ -114,11 +121,65 @@ fn a_forced_uci_run_does_not_read_back_an_earlier_runs_results() {
     std::fs::write(&result, stale.to_string()).unwrap();
     let refused = run(false);
     assert_eq!(refused.status.code(), Some(2));
+    // A user's files whose names start like the run's seed folders are not the run's.
+    std::fs::create_dir_all(out.join("seed-bank")).unwrap();
+    std::fs::write(out.join("seed-bank/keep.txt"), "mine").unwrap();
+    std::fs::write(out.join("seed-list.txt"), "mine").unwrap();
     let again = run(true);
     assert!(again.status.success());
+    assert!(
+        out.join("seed-bank/keep.txt").is_file(),
+        "--force deleted seed-bank/"
+    );
+    assert!(
+        out.join("seed-list.txt").is_file(),
+        "--force deleted seed-list.txt"
+    );
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     // The run is deterministic: the forced run gives the first run's figure, not the stale one.
     assert_eq!(summary["rmse"].as_f64(), Some(fresh_rmse), "{summary}");
+    let _ = std::fs::remove_dir_all(root);
+}
+
+/// A run folder in use by another run (its lock held, here by this test process) is refused
+/// in one line, with or without `--force` and on `--resume`, and nothing in it is touched;
+/// once the lock is released the same command runs.
+#[test]
+fn a_folder_in_use_by_another_run_is_refused() {
+    let root = tmp("locked");
+    let dir = root.join("run");
+    let o = occupied(&dir);
+    let lock = std::fs::File::create(dir.join(".sgmcmc.lock")).unwrap();
+    lock.lock().unwrap();
+    let o = o.as_str();
+    let toy = [
+        "toy",
+        "--sampler",
+        "sgld",
+        "--iters",
+        "1000",
+        "--quiet",
+        "--out",
+        o,
+    ];
+    for args in [
+        &toy[..],
+        &[&toy[..], &["--force"]].concat(),
+        &["toy", "--resume", o],
+        &["uci", "--resume", o],
+        &["mnist", "--resume", o],
+        &["images", "--resume", o],
+    ] {
+        fails_with(args, 2, "is in use by another sgmcmc run");
+    }
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        2,
+        "the folder was touched"
+    );
+    drop(lock);
+    succeeds(&[&toy[..], &["--force"]].concat());
+    assert!(dir.join("summary.json").is_file());
     let _ = std::fs::remove_dir_all(root);
 }

@@ -245,6 +245,15 @@ pub struct ResNet {
 }
 
 impl ResNet {
+    /// Every BatchNorm layer, in forward order.
+    pub fn batch_norms_mut(&mut self) -> Vec<&mut BatchNorm> {
+        let mut all = vec![&mut self.bn];
+        for b in &mut self.blocks {
+            all.extend([&mut b.bn1, &mut b.bn2]);
+        }
+        all
+    }
+
     /// [`Network::forward`] through burn's `Conv2d` and `BatchNorm` modules alone (the same
     /// function, computed without [`crate::layers`]' fast paths; kept to check them and to
     /// measure against).

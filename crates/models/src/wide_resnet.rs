@@ -161,6 +161,18 @@ pub struct WideResNet {
     fc: Linear,
 }
 
+impl WideResNet {
+    /// Every BatchNorm layer, in forward order.
+    pub fn batch_norms_mut(&mut self) -> Vec<&mut BatchNorm> {
+        let mut all = Vec::new();
+        for b in &mut self.blocks {
+            all.extend([&mut b.bn1, &mut b.bn2]);
+        }
+        all.push(&mut self.bn);
+        all
+    }
+}
+
 impl Network for WideResNet {
     type Input = Tensor<4>;
 

@@ -87,6 +87,11 @@ pub const DATASETS: &[(&str, &str)] = &[
     ("synthetic", "synthetic"),
 ];
 
+/// No hold of the cyclical lr (and what a run's `config.toml` from before the hold means).
+fn no_hold() -> f64 {
+    1.0
+}
+
 /// The settings of one `sgmcmc images` run (written to the run's `config.toml`, read back with
 /// `--config`, stored in its checkpoints).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -150,6 +155,12 @@ pub struct ImagesConfig {
     pub cycles: u64,
     /// Fraction of each cycle after which cyclical samplers collect (the sampling phase).
     pub cycle_sampling: f64,
+    /// Fraction of each cycle from which the cosine lr is held constant (1: no hold). Thesis
+    /// E.4.4: "the learning rate in the last 15% of each cycle is fixed at a constant value"
+    /// for cycSGHMC and MultiSWAG (0.85); cycSWAG also fits its Gaussian to those iterates only
+    /// (`cycle_sampling` 0.85), the constant-lr trajectory SWAG's moments describe.
+    #[serde(default = "no_hold")]
+    pub cycle_hold: f64,
     /// cycSWAG: deviations kept by each cycle's fit (the rank `K`).
     pub swag_rank: usize,
     /// cycSWAG: iterates added to the fit per epoch of the sampling phase.
@@ -268,7 +279,12 @@ impl ImagesConfig {
             burn_epochs: 250.0,
             checkpoint_every: 10.0,
             cycles: 4,
-            cycle_sampling: 0.7,
+            cycle_sampling: if sampler == "cycswag" { 0.85 } else { 0.7 },
+            cycle_hold: if matches!(sampler, "cycswag" | "cycsghmc") {
+                0.85
+            } else {
+                no_hold()
+            },
             swag_rank: 20,
             swag_per_epoch: 1,
             swag_samples: 10,
@@ -441,6 +457,7 @@ impl ImagesConfig {
         };
         s.cyclical.cycles = self.cycles;
         s.cyclical.sampling_threshold = self.cycle_sampling;
+        s.cyclical.hold = self.cycle_hold;
         s.annealing.factor = self.anneal_factor;
         s.annealing.temperature_factor = Some(self.anneal_temperature_factor);
         s.annealing.steps_per_epoch = steps_per_epoch.max(1);

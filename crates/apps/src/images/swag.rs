@@ -1,14 +1,15 @@
 //! cycSWAG (thesis Tables 4.2 and 6.1, "MultiSWAG"): momentum SGD under a cyclical cosine lr;
 //! in the sampling phase of each cycle the chain's trainable parameters are added to a SWAG fit
 //! ([`sgmcmc_samplers::swag::Swag`]) `swag_per_epoch` times per epoch; at the end of the cycle
-//! `swag_samples` networks are drawn from it, their BatchNorm running statistics recomputed on
-//! `bn_batches` augmented training batches (forward passes in training mode, as SWAG's
-//! `bn_update`; the reference code fine-tunes each draw for an epoch instead), and each joins
+//! `swag_samples` networks are drawn from it, their BatchNorm running statistics recomputed from
+//! scratch as the average over `bn_batches` augmented training batches (forward passes in
+//! training mode, as SWAG's `bn_update`; the reference code fine-tunes each draw for an epoch
+//! instead), and each joins
 //! the model average with weight 1. The fit restarts with the next cycle.
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
-use sgmcmc_models::{ImageClassifier, Network};
+use sgmcmc_models::ImageClassifier;
 use sgmcmc_samplers::checkpoint::TensorState;
 use sgmcmc_samplers::ensemble::{module_values, with_module_values};
 use sgmcmc_samplers::rng::ChainRng;
@@ -71,17 +72,16 @@ pub fn with_trainable_values(
     Ok(with_module_values(m, values)?)
 }
 
-/// Recomputes the running BatchNorm statistics of `m` (on an autodiff device, where burn's
-/// BatchNorm runs in training mode) from `batches` fresh training batches keyed by `key`.
+/// Recomputes the running BatchNorm statistics of `m` from scratch (SWAG's `bn_update`,
+/// [`ImageClassifier::recompute_batch_norm`]; on an autodiff device, where burn's BatchNorm
+/// runs in training mode) from `batches` fresh training batches keyed by `key`.
 pub fn refresh_batch_norm(
-    m: &ImageClassifier,
+    m: &mut ImageClassifier,
     source: &TrainBatcher,
     key: u64,
     batches: usize,
 ) -> Result<(), AppError> {
-    for i in 0..batches {
-        drop(m.forward(source.fresh(key, i)?.x));
-    }
+    m.recompute_batch_norm((0..batches).map(|i| source.fresh(key, i).map(|b| b.x)))?;
     Ok(())
 }
 
@@ -101,8 +101,8 @@ pub fn draws(
             let theta = fit.sample(rng)?;
             // A copy with running statistics of its own (a clone would share the chain's, and
             // every draw the last one's): `valid` then `train` rebuilds them.
-            let m = with_trainable_values(template.valid().train(), &theta)?;
-            refresh_batch_norm(&m, source, key, bn_batches)?;
+            let mut m = with_trainable_values(template.valid().train(), &theta)?;
+            refresh_batch_norm(&mut m, source, key, bn_batches)?;
             Ok(m)
         })
         .collect()
@@ -113,7 +113,7 @@ mod tests {
     use super::*;
     use burn::tensor::Device;
     use burn::tensor::{Distribution, Tensor};
-    use sgmcmc_models::ResNetConfig;
+    use sgmcmc_models::{Network, ResNetConfig};
     use sgmcmc_samplers::ensemble::module_values;
 
     #[test]

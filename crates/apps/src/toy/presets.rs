@@ -292,6 +292,7 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
                 cycles: 10,
                 sampling_threshold: 0.2,
                 noise_free_exploration: false,
+                hold: 1.0,
             };
             ToyConfig {
                 target: "twenty-five-mode".into(),

@@ -250,6 +250,10 @@ pub const FILES: &[&str] = &[
     "replica_trace.csv",
     "index_process.png",
     "ladder.png",
+    // A checkpoint of an earlier run (one process, or a distributed run's manifest and parts):
+    // left beside a new run's results, `--resume` would continue the old run in their place.
+    "checkpoint.cbor",
+    "checkpoint.rank-*",
 ];
 
 /// Writes `config.toml`, `metrics.csv`, `samples.csv`, `summary.json`, `samples.png`,

@@ -173,7 +173,7 @@ pub const FILES: &[&str] = &[
     "table.md",
     "runs.csv",
     "summary.json",
-    "seed-*",
+    "seed-#",
 ];
 
 /// What `--table` writes into `--out`.
@@ -537,6 +537,7 @@ fn digest(data: &UciDataset) -> DataDigest {
 /// records (refused if its data changed), finished seeds read back, the others continued from
 /// their checkpoints.
 fn resume(dir: &Path) -> Result<Prepared, AppError> {
+    output::lock_run_dir(dir)?;
     let path = dir.join("config.toml");
     let config = read_config(&path)?;
     let data = recorded_data(&config, &path)?;

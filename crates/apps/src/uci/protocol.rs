@@ -462,6 +462,45 @@ struct Job<'a> {
     placement: Placement,
 }
 
+/// Refuses to continue the checkpoint at `path`, whose meta `saved` holds the settings it was
+/// written with, under other settings `run` (`config.toml` edited since the run started: a
+/// resumed run would move on with two learning rates). A checkpoint of an older sgmcmc holds
+/// none and is continued.
+fn same_settings(path: &std::path::Path, saved: &[u8], run: &UciRun) -> Result<(), AppError> {
+    if saved.is_empty() || saved == sgmcmc_engine::observer::encode(run)?.as_slice() {
+        return Ok(());
+    }
+    let json = |v: &UciRun| serde_json::to_value(v).map_err(|e| AppError::Run(e.to_string()));
+    let mut changed = Vec::new();
+    match sgmcmc_engine::observer::decode::<UciRun>(saved) {
+        Ok(old) => differences("", &json(run)?, &json(&old)?, &mut changed),
+        Err(_) => changed.push("the run settings".into()),
+    }
+    Err(AppError::Usage(format!(
+        "{}: the checkpoint was written with other settings than config.toml gives now \
+         ({}); restore config.toml or start the run again with --force",
+        path.display(),
+        changed.join(", ")
+    )))
+}
+
+/// The dotted paths where `now` differs from `was`, as `path = now (was was)`.
+fn differences(at: &str, now: &serde_json::Value, was: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value::Object;
+    if let (Object(n), Object(w)) = (now, was) {
+        for (k, v) in n {
+            let path = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            differences(&path, v, w.get(k).unwrap_or(&serde_json::Value::Null), out);
+        }
+    } else if now != was {
+        out.push(format!("{at} = {now} (was {was})"));
+    }
+}
+
 /// The paper's network: one hidden layer of 50 ReLU units.
 pub fn uci_mlp(inputs: usize) -> MlpConfig {
     MlpConfig {
@@ -586,13 +625,17 @@ where
     }
     if let Some(f) = files.filter(|f| f.checkpoint_every > 0) {
         let path = f.dir.join("checkpoint.cbor");
+        // The run's settings ride in every checkpoint: a resume continues them or is refused.
+        let meta = sgmcmc_engine::observer::encode(run)?;
         // Rank 0 looks for a manifest (each rank's part sits beside it).
         if f.resume && ranks.broadcast(path.exists())? {
             let resume = Resume::read(&path, ranks, "uci", f.run_dir())?;
             ranks.agree(resume.check_chains(&path, layout.total(), ranks))?;
+            ranks.agree(same_settings(&path, &resume.checkpoint.meta, run))?;
             r = resume.apply(r);
         }
-        r = r.checkpoints(ranks.checkpoints(Checkpoints::new(path, f.checkpoint_every)));
+        let checkpoints = Checkpoints::new(path, f.checkpoint_every).with_meta(meta);
+        r = r.checkpoints(ranks.checkpoints(checkpoints));
     }
     let report = ranks.settle(r.run(&mut sampler, &mut batches), &layout)?;
     // Every rank's draws to rank 0 (a collective every rank reaches before any returns).

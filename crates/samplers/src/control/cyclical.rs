@@ -13,10 +13,14 @@ pub enum Phase {
     Sampling,
 }
 
-/// `lr_k = lr_0 / 2 * (cos(pi * mod(k, C) / C) + 1)` with cycle length `C = ceil(K / M)`
-/// (Zhang et al. 2020, eq. 1, written for the 0-based step `k`). A step is in the sampling phase
-/// when its position in the cycle `mod(k, C) / C` is at least `sampling_threshold`
-/// (e.g. 0.5 or 0.95), otherwise in the exploration phase, which may be noise-free.
+/// `lr_k = lr_0 / 2 * (cos(pi * min(mod(k, C) / C, h)) + 1)` with cycle length `C = ceil(K /
+/// M)` (Zhang et al. 2020, eq. 1, written for the 0-based step `k`) and hold `h`: from the
+/// cycle position `h` on the value stays at `lr_0 / 2 (cos(pi h) + 1)` (thesis E.4.4: "the
+/// learning rate in the last 15% of each cycle is fixed at a constant value", `h = 0.85`, for
+/// cycSGHMC and cycSWAG; `h = 1`, no hold, is Zhang et al.'s schedule). A step is in the
+/// sampling phase when its position in the cycle `mod(k, C) / C` is at least
+/// `sampling_threshold` (e.g. 0.5 or 0.95), otherwise in the exploration phase, which may be
+/// noise-free.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cyclical {
     /// Peak value `lr_0` at the start of each cycle.
@@ -29,6 +33,13 @@ pub struct Cyclical {
     pub sampling_threshold: f64,
     /// Run the exploration phase without noise (temperature 0).
     pub noise_free_exploration: bool,
+    /// Cycle position `h` in `(0, 1]` from which the value is held (1: no hold).
+    #[serde(default = "no_hold")]
+    pub hold: f64,
+}
+
+fn no_hold() -> f64 {
+    1.0
 }
 
 impl Cyclical {
@@ -45,7 +56,8 @@ impl Cyclical {
 
     /// The value at step `k`.
     pub fn value(&self, k: u64) -> f64 {
-        self.initial / 2.0 * ((std::f64::consts::PI * self.position(k)).cos() + 1.0)
+        let p = self.position(k).min(self.hold);
+        self.initial / 2.0 * ((std::f64::consts::PI * p).cos() + 1.0)
     }
 
     /// The phase of step `k`.
@@ -67,6 +79,12 @@ impl Cyclical {
             "sampling_threshold",
             self.sampling_threshold,
             "must lie in [0, 1]",
+        )?;
+        check(
+            self.hold > 0.0 && self.hold <= 1.0,
+            "hold",
+            self.hold,
+            "must lie in (0, 1]",
         )
     }
 }
@@ -82,6 +100,7 @@ mod tests {
             cycles: 3,
             sampling_threshold: 0.8,
             noise_free_exploration: true,
+            hold: 1.0,
         }
     }
 
@@ -109,6 +128,35 @@ mod tests {
         assert_eq!(c.phase(268), Phase::Sampling);
         assert_eq!(c.phase(333), Phase::Sampling);
         assert_eq!(c.phase(334 + 268), Phase::Sampling);
+    }
+
+    #[test]
+    fn the_hold_keeps_the_value_at_its_position_to_the_cycle_end() {
+        let c = Cyclical {
+            hold: 0.85,
+            ..schedule()
+        };
+        // lr_0 / 2 (cos(0.85 pi) + 1) = 0.25 * (1 - 0.891007) = 0.0272483.
+        let held = 0.25 * ((0.85 * std::f64::consts::PI).cos() + 1.0);
+        assert!((held - 0.027_248_3).abs() < 1e-7);
+        // Positions 283/334 = 0.8473 (still falling) and 284/334 = 0.8503 .. 333/334 (held).
+        assert!(c.value(283) > held);
+        for k in [284, 300, 333, 334 + 290] {
+            assert_eq!(c.value(k), held, "k = {k}");
+        }
+        assert_eq!(c.value(100), schedule().value(100));
+        assert_eq!(c.value(334), 0.5);
+        for bad in [0.0, -0.1, 1.5, f64::NAN] {
+            assert!(
+                Cyclical {
+                    hold: bad,
+                    ..c.clone()
+                }
+                .validate()
+                .is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -26,6 +26,8 @@ pub trait Lane: Sized {
     fn sqrt(self) -> Self;
     /// Element-wise reciprocal.
     fn recip(self) -> Self;
+    /// Element-wise `min(max(self, lo), hi)`.
+    fn clamp(self, lo: f64, hi: f64) -> Self;
     /// A copy (tensors are reference-counted handles: cheap).
     fn copy(&self) -> Self;
 }
@@ -63,6 +65,10 @@ impl Lane for f64 {
     #[inline]
     fn recip(self) -> Self {
         1.0 / self
+    }
+    #[inline]
+    fn clamp(self, lo: f64, hi: f64) -> Self {
+        f64::clamp(self, lo, hi)
     }
     #[inline]
     fn copy(&self) -> Self {

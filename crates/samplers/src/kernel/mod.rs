@@ -210,15 +210,16 @@ impl Kernel {
     /// The lag `c` of the velocity behind the position at learning rate `lr`: the discrete chain
     /// keeps `v_k = x_k - x_(k-1)`, half a step behind `x_k`, and at stationarity
     /// `E[v_k | x_k] = c grad U(x_k)` with `c = lr / (1 + mu)` (momentum SGD, SGHMC; exact on a
-    /// Gaussian, from the discrete Lyapunov equation) or `lr / (2 - a)` (SGNHT at its rest
-    /// friction). A replica exchange that moves a position under a rung's velocity shifts the
-    /// velocity by `c (grad U(x_new) - grad U(x_old))` to keep this relation (0 for kernels
-    /// without a velocity).
-    pub fn velocity_lag(&self, lr: f64) -> f64 {
+    /// Gaussian, from the discrete Lyapunov equation). A replica exchange that moves a position
+    /// under a rung's velocity shifts the velocity by `c (grad U(x_new) - grad U(x_old))` to keep
+    /// this relation (0 for kernels without a velocity). `None` where no scalar lag exists:
+    /// SGNHT's is `lr / (2 - xi)` with each element's own friction `xi`, so replica exchange
+    /// refuses it ([`crate::sampler::replica::ReplicaConfig::validate`]).
+    pub fn velocity_lag(&self, lr: f64) -> Option<f64> {
         match self {
-            Self::Momentum { mu } | Self::Sghmc { mu, .. } => lr / (1.0 + mu),
-            Self::Sgnht { friction } => lr / (2.0 - friction),
-            Self::Sgd | Self::Sgld | Self::Psgld { .. } => 0.0,
+            Self::Momentum { mu } | Self::Sghmc { mu, .. } => Some(lr / (1.0 + mu)),
+            Self::Sgnht { .. } => None,
+            Self::Sgd | Self::Sgld | Self::Psgld { .. } => Some(0.0),
         }
     }
 

@@ -61,6 +61,9 @@ impl Lane for Tensor<2> {
     fn recip(self) -> Self {
         Tensor::recip(self)
     }
+    fn clamp(self, lo: f64, hi: f64) -> Self {
+        Tensor::clamp(self, lo, hi)
+    }
     fn copy(&self) -> Self {
         self.clone()
     }

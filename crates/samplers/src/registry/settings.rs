@@ -78,6 +78,9 @@ pub struct CyclicalSettings {
     pub sampling_threshold: f64,
     /// Explore without noise (temperature 0 in the exploration phase).
     pub noise_free_exploration: bool,
+    /// Position in the cycle from which the learning rate is held constant (1: no hold;
+    /// thesis E.4.4: 0.85, "the last 15% of each cycle").
+    pub hold: f64,
 }
 
 impl Default for CyclicalSettings {
@@ -86,6 +89,7 @@ impl Default for CyclicalSettings {
             cycles: 20,
             sampling_threshold: 0.5,
             noise_free_exploration: true,
+            hold: 1.0,
         }
     }
 }

@@ -230,6 +230,7 @@ impl SamplerSettings {
             cycles: self.cyclical.cycles,
             sampling_threshold: self.cyclical.sampling_threshold,
             noise_free_exploration: self.cyclical.noise_free_exploration,
+            hold: self.cyclical.hold,
         }
     }
 

@@ -18,7 +18,7 @@
 //!
 //! A swap exchanges rung assignments, not parameters: each parameter set keeps its position,
 //! gradient, pSGLD preconditioner and, for variance-reduced energies, its snapshot. A velocity
-//! (momentum SGD, SGHMC, SGNHT) stays with its rung instead: its stationary law `N(0, ~lr tau)`
+//! (momentum SGD, SGHMC) stays with its rung instead: its stationary law `N(0, ~lr tau)`
 //! is the rung's, and a replica arriving on rung 0 with a hot rung's velocity would sample rung
 //! 0's target too wide until it re-equilibrated (1-D N(0, 1), tau (1, 10), lr 0.01, mu 0.9:
 //! rung-0 variance 1.39 with travelling momenta). With the velocity on its rung the swap of
@@ -166,6 +166,14 @@ impl ReplicaConfig {
                 "must be >= 2",
             )?;
         }
+        if self.kernel.velocity_lag(1.0).is_none() {
+            return Err(SamplerError::InvalidSetting(format!(
+                "replica exchange does not run the {} kernel: a swap carries a rung's velocity to \
+                 another position by the lag lr / (2 - xi), and its thermostat gives every element \
+                 its own xi (use sghmc or msgd)",
+                self.kernel.name()
+            )));
+        }
         for (lr, t) in self.ladder.lrs.iter().zip(&self.ladder.temperatures) {
             self.kernel.coefficients(&StepSize::new(*lr, *t))?;
         }
@@ -204,7 +212,7 @@ impl<E: Ensemble> ReplicaExchange<E> {
     /// gather the chains' energies (`P` values; for a variance refresh, `P x draws`), and every
     /// rank runs the same swap tests and adaptation from the same seeded stream: swaps exchange
     /// rungs, never parameters. With a kernel whose velocity stays with its rung (momentum SGD,
-    /// SGHMC, SGNHT) an accepted swap between chains of two ranks also sends each chain's
+    /// SGHMC) an accepted swap between chains of two ranks also sends each chain's
     /// kernel state to the other rank (one point-to-point exchange between those two).
     pub fn placed(
         config: ReplicaConfig,
@@ -524,7 +532,15 @@ fn exchange<E: Ensemble>(
     index.swap(r);
     if kernel.state_follows_rung() {
         // `lo` moves up to rung r + 1, `hi` down to rung r.
-        let lags = (kernel.velocity_lag(lr_hi), kernel.velocity_lag(lr_lo));
+        let lag = |lr| {
+            kernel.velocity_lag(lr).ok_or_else(|| {
+                SamplerError::InvalidSetting(format!(
+                    "replica exchange cannot shift the {} kernel's velocity",
+                    kernel.name()
+                ))
+            })
+        };
+        let lags = (lag(lr_hi)?, lag(lr_lo)?);
         driver.swap_kernel_state(lo, hi, lags)?;
     }
     Ok(())
