@@ -263,3 +263,137 @@ fn ladder_and_temperature_errors_name_the_real_problem() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// Issue 32 items 8 and 9, one line each and exit 2 before any work: budgets beyond any run
+/// (they ran until killed or overflowed), thread counts that hung, a partition that aborted in
+/// the allocator, and samplers asked to run with fewer chains than they need.
+#[test]
+fn absurd_budgets_and_senseless_chain_counts_are_refused() {
+    let dir = tmp("absurd");
+    let o = dir.join("run");
+    let o = o.to_str().unwrap();
+    let max = "18446744073709551615";
+    let cases: &[(&[&str], &str)] = &[
+        (&["toy", "--iters", "9223372036854775808"], "beyond any run"),
+        (&["demo", "--iters", max], "beyond any run"),
+        (&["mnist", "--epochs", max], "beyond any run"),
+        (&["mnist", "--checkpoint-every", max], "beyond any run"),
+        (&["images", "--epochs", "1e300"], "beyond any run"),
+        (&["digits", "--steps", max], "beyond any run"),
+        (
+            &["digits", "--threads", "5000"],
+            "at most 1024 compute threads",
+        ),
+        (
+            &[
+                "toy",
+                "--sampler",
+                "csgld",
+                "--set",
+                "contour.bins=1000000000000",
+            ],
+            "at most 2^24",
+        ),
+        (
+            &["toy", "--sampler", "icsgld", "--chains", "1"],
+            "icsgld runs at least 2 chains",
+        ),
+        (
+            &["uci", "--sampler", "icsgld", "--chains", "1"],
+            "icsgld runs at least 2 chains",
+        ),
+        (
+            &["uci", "--sampler", "resgld", "--chains", "1"],
+            "resgld runs at least 2 chains",
+        ),
+        (
+            &["mnist", "--sampler", "icsgld", "--chains", "1"],
+            "icsgld runs at least 2 chains",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut a = args.to_vec();
+        a.extend(["--out", o]);
+        fails_with(&a, 2, needle);
+    }
+    assert!(!dir.join("run").exists(), "a refused run left its folder");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A UCI `config.toml` is checked as the flags are (`--config` and `--resume` read one):
+/// values the flags refuse, and keys no run reads, are refused in one line naming the file.
+#[test]
+fn a_uci_config_file_is_checked_as_the_flags_are() {
+    let dir = tmp("uci-config");
+    let data = dir.join("data");
+    write_synthetic(&data, 200, 3, 1, 0.1, 1).unwrap();
+    let first = dir.join("first");
+    let out = sgmcmc(&common::cli::short_uci_run(
+        data.to_str().unwrap(),
+        first.to_str().unwrap(),
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(first.join("config.toml")).unwrap();
+    let config: toml::Table = text.parse().unwrap();
+    let edits: &[(&[&str], toml::Value, &str)] = &[
+        (&["seeds"], toml::Value::Integer(0), "seeds must lie in"),
+        (
+            &["run", "chains"],
+            toml::Value::Integer(0),
+            "chains must lie in",
+        ),
+        (
+            &["run", "models"],
+            toml::Value::Integer(0),
+            "models must be >= 1",
+        ),
+        (
+            &["run", "batch"],
+            toml::Value::Integer(0),
+            "batch and models",
+        ),
+        (
+            &["run", "weight_decay"],
+            toml::Value::Float(-1.0),
+            "weight_decay must be finite",
+        ),
+        (
+            &["run", "weight_decay"],
+            toml::Value::Float(f64::NAN),
+            "weight_decay must be finite",
+        ),
+        (
+            &["run", "typo"],
+            toml::Value::Integer(1),
+            "unknown field `typo`",
+        ),
+        (&["typo"], toml::Value::Integer(1), "unknown field `typo`"),
+    ];
+    let path = dir.join("edited.toml");
+    for (keys, value, needle) in edits {
+        let mut c = config.clone();
+        let mut table = &mut c;
+        for k in &keys[..keys.len() - 1] {
+            table = table[*k].as_table_mut().unwrap();
+        }
+        table.insert(keys[keys.len() - 1].to_string(), value.clone());
+        std::fs::write(&path, toml::to_string(&c).unwrap()).unwrap();
+        let o = dir.join("again");
+        fails_with(
+            &[
+                "uci",
+                "--config",
+                path.to_str().unwrap(),
+                "--out",
+                o.to_str().unwrap(),
+            ],
+            2,
+            needle,
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -337,6 +337,7 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     if let Some(note) = cfg.target.note() {
         println!("{note}");
     }
+    toy::run::check(&cfg)?;
     let persist = toy::resume::persist(a, &out, &cfg)?;
     if a.distributed {
         let ranks = crate::distributed::join()?;

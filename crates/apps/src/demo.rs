@@ -29,18 +29,26 @@ pub const FILES: &[&str] = &["sgld", "cycsgld", "summary.json"];
 
 /// Runs the demo.
 pub fn run(a: &DemoArgs) -> Result<(), AppError> {
+    let configs = ["nine-mode-sgld", "nine-mode-cycsgld"]
+        .into_iter()
+        .map(|name| {
+            let base =
+                preset(name).ok_or_else(|| AppError::Run(format!("missing preset {name}")))?;
+            let cfg = ToyConfig {
+                chains: a.chains,
+                iters: a.iters,
+                seed: a.seed,
+                thin: a.thin,
+                device: a.device,
+                ..base
+            };
+            cfg.validate()?;
+            Ok(cfg)
+        })
+        .collect::<Result<Vec<_>, AppError>>()?;
     output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     let mut runs = Vec::new();
-    for name in ["nine-mode-sgld", "nine-mode-cycsgld"] {
-        let base = preset(name).ok_or_else(|| AppError::Run(format!("missing preset {name}")))?;
-        let cfg = ToyConfig {
-            chains: a.chains,
-            iters: a.iters,
-            seed: a.seed,
-            thin: a.thin,
-            device: a.device,
-            ..base
-        };
+    for cfg in configs {
         let outcome = run_toy(&cfg, !a.quiet)?;
         let summary = summarize(&cfg, &outcome)?;
         write_outputs(&a.out.join(&cfg.sampler.name), &cfg, &outcome, &summary)?;

@@ -18,6 +18,7 @@ pub mod digits;
 pub mod distributed;
 pub mod error;
 pub mod images;
+pub mod limits;
 pub mod mnist;
 pub mod output;
 pub mod overrides;

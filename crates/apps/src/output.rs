@@ -78,7 +78,12 @@ pub fn lock_run_dir(dir: &Path) -> Result<(), AppError> {
         .read(true)
         .write(true)
         .open(&path)
-        .map_err(|e| AppError::Input(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|e| {
+            AppError::Input(format!(
+                "output folder {} is not writable (its lock {LOCK_FILE}: {e})",
+                dir.display()
+            ))
+        })?;
     match file.try_lock() {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {

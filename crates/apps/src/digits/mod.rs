@@ -96,6 +96,7 @@ pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
     let device = a.device.tensor_device("digits")?;
     let dir = crate::output::data_root(a.data_dir.as_deref()).join("digits");
     let config = config_of(a)?;
+    crate::limits::check_threads(a.threads)?;
     crate::output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     let s = crate::threads::with_threads(a.threads, || {
         run_digits(&config, &dir, &device, &a.out, a.device, !a.quiet)

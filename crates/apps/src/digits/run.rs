@@ -131,6 +131,7 @@ impl DigitsConfig {
         if self.steps == 0 || self.batch == 0 || self.hidden == 0 || self.bma_every == 0 {
             return bad("steps, batch, hidden and bma_every must be positive".into());
         }
+        crate::limits::check_steps("steps", Some(self.steps))?;
         if self.burn_in + self.bma_every > self.steps {
             return bad(format!(
                 "burn_in {} + bma_every {} exceeds steps {}: no model would be averaged",

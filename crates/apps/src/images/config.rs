@@ -396,6 +396,14 @@ impl ImagesConfig {
                 return bad(format!("{name} must be finite and > 0 (got {v})"));
             }
         }
+        // At least one step per epoch: epochs beyond the step budget are beyond any run.
+        if self.epochs > crate::limits::MAX_STEPS as f64 {
+            return bad(format!(
+                "epochs {:e} is beyond any run (at least one step each; at most 2^40 = {} steps)",
+                self.epochs,
+                crate::limits::MAX_STEPS
+            ));
+        }
         for (name, v) in [
             ("burn_epochs", self.burn_epochs),
             ("checkpoint_every", self.checkpoint_every),

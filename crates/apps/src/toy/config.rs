@@ -108,6 +108,8 @@ impl ToyConfig {
         if self.iters == 0 {
             return Err(AppError::Usage("iters must be >= 1 (got 0)".into()));
         }
+        crate::limits::check_steps("iters", Some(self.iters))?;
+        crate::limits::check_chains(&self.sampler.name, self.chains)?;
         if self.thin == 0 {
             return Err(AppError::Usage("thin must be >= 1 (got 0)".into()));
         }

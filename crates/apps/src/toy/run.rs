@@ -175,12 +175,8 @@ pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppEr
 /// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
 /// rank its part) and may stop early or continue a checkpoint; the configuration is stored in
 /// every checkpoint ([`Persist::meta`]).
-pub fn run_toy_on(
-    cfg: &ToyConfig,
-    show_progress: bool,
-    ranks: Option<&Ranks>,
-    persist: Option<Persist>,
-) -> Result<Option<ToyOutcome>, AppError> {
+/// The checked configuration's target, starting points and sampler spec.
+fn prepare(cfg: &ToyConfig) -> Result<(ToyTarget, Vec<Vec<f64>>, SamplerSpec), AppError> {
     cfg.validate()?;
     let target = build_target(cfg)?;
     let starts = starts(cfg, &target)?;
@@ -188,6 +184,22 @@ pub fn run_toy_on(
         .chains(cfg.chains)
         .min_energy(min_energy(&target, &starts));
     let spec = cfg.sampler.spec(&ctx)?;
+    Ok((target, starts, spec))
+}
+
+/// Checks everything a run of `cfg` checks before its first step (the settings, the target,
+/// the sampler), so that a command refuses a bad configuration before it touches `--out`.
+pub fn check(cfg: &ToyConfig) -> Result<(), AppError> {
+    prepare(cfg).map(drop)
+}
+
+pub fn run_toy_on(
+    cfg: &ToyConfig,
+    show_progress: bool,
+    ranks: Option<&Ranks>,
+    persist: Option<Persist>,
+) -> Result<Option<ToyOutcome>, AppError> {
+    let (target, starts, spec) = prepare(cfg)?;
     let placement = match ranks {
         Some(r) => r.placement(cfg.chains)?,
         None => Placement::local(cfg.chains),

@@ -293,6 +293,7 @@ struct Job {
 /// The resolved settings of `sgmcmc uci` (one dataset and sampler), written to `config.toml`
 /// and read back by `--resume`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UciConfig {
     /// Dataset name or folder.
     pub dataset: String,
@@ -343,15 +344,17 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     }
     run.chains = a.chains;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
-    if !(1..=64).contains(&a.chains) {
-        return Err(AppError::Usage(format!(
-            "chains must lie in 1..=64, got {}",
-            a.chains
-        )));
-    }
-    // Every setting is checked before any run starts.
-    run.sampler
-        .spec(&sgmcmc_samplers::registry::BuildContext::steps(1).chains(a.chains))?;
+    // Every setting is checked before any run starts, as a config file's would be.
+    check_config(&UciConfig {
+        dataset: dataset.into(),
+        data_dir: None,
+        seeds: a.seeds,
+        device: a.device,
+        run: run.clone(),
+        checkpoint_every: a.checkpoint_every,
+        save_samples: false,
+        data: None,
+    })?;
     Ok(run)
 }
 
@@ -568,13 +571,49 @@ fn recorded_data(config: &UciConfig, path: &Path) -> Result<UciDataset, AppError
 fn read_config(path: &Path) -> Result<UciConfig, AppError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
+    let config: UciConfig = toml::from_str(&text).map_err(|e| {
         AppError::Input(format!(
             "{}: {}",
             path.display(),
             e.to_string().replace('\n', " ")
         ))
-    })
+    })?;
+    check_config(&config).map_err(|e| AppError::Usage(format!("{}: {e}", path.display())))?;
+    Ok(config)
+}
+
+/// Every value of a configuration, whether it came from flags or from a `config.toml`
+/// (`--config`, `--resume`): one path for both.
+fn check_config(config: &UciConfig) -> Result<(), AppError> {
+    let run = &config.run;
+    let bad = |what: String| Err(AppError::Usage(what));
+    if !(1..=100_000).contains(&config.seeds) {
+        return bad(format!(
+            "seeds must lie in 1..=100000, got {}",
+            config.seeds
+        ));
+    }
+    if !(1..=64).contains(&run.chains) {
+        return bad(format!("chains must lie in 1..=64, got {}", run.chains));
+    }
+    crate::limits::check_chains(&run.sampler.name, run.chains)?;
+    if run.epochs == 0 || run.batch == 0 || run.models == 0 {
+        return bad(format!(
+            "epochs, batch and models must be >= 1 (got {}, {} and {})",
+            run.epochs, run.batch, run.models
+        ));
+    }
+    crate::limits::check_steps("epochs", Some(run.epochs as u64))?;
+    if !run.weight_decay.is_finite() || run.weight_decay < 0.0 {
+        return bad(format!(
+            "weight_decay must be finite and >= 0, got {}",
+            run.weight_decay
+        ));
+    }
+    crate::output::check_seed(run.seed)?;
+    run.sampler
+        .spec(&sgmcmc_samplers::registry::BuildContext::steps(1).chains(run.chains))?;
+    Ok(())
 }
 
 /// `sgmcmc uci --config FILE`: the run a `config.toml` describes, from scratch into `--out`
@@ -590,10 +629,6 @@ fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
             config.dataset, config.run.sampler.name
         ))
     });
-    config
-        .run
-        .sampler
-        .spec(&sgmcmc_samplers::registry::BuildContext::steps(1).chains(config.run.chains))?;
     output::fresh_run_dir(&out, a.force.force, FILES)?;
     let dir = match &config.data {
         Some(d) if a.data_dir.is_none() => d.dir.clone(),

@@ -108,6 +108,7 @@ impl UciNoise {
 
 /// The settings of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct UciRun {
     /// The sampler (registry name and hyper-parameters; lr at full-data scale).
     pub sampler: SamplerSettings,
@@ -558,7 +559,9 @@ where
         device,
     );
     let per_epoch = (n / run.batch) as u64;
-    let total = run.epochs as u64 * per_epoch;
+    let total = (run.epochs as u64).checked_mul(per_epoch);
+    crate::limits::check_steps("epochs", total)?;
+    let total = total.unwrap_or(u64::MAX);
     let burn = total / 2;
     let every = ((total - burn) / run.models.max(1) as u64).max(1);
     let ctx = BuildContext::steps(total).chains(placement.total());

@@ -24,13 +24,23 @@ impl EnergyPartition {
         Ok(p)
     }
 
-    /// Checks `m >= 2`, `du > 0` finite, `u_min` finite.
+    /// The most bins a partition may have, 2^24 (the papers use 100 to 1000; each bin holds a
+    /// few `f64` per chain, and more than this is a typo that would exhaust memory).
+    pub const MAX_BINS: usize = 1 << 24;
+
+    /// Checks `2 <= m <= 2^24`, `du > 0` finite, `u_min` finite.
     pub fn validate(&self) -> Result<(), SamplerError> {
         check(
             self.m >= 2,
             "m",
             self.m as f64,
             "the partition needs m >= 2 bins",
+        )?;
+        check(
+            self.m <= Self::MAX_BINS,
+            "bins",
+            self.m as f64,
+            "must be at most 2^24 = 16777216",
         )?;
         positive("du", self.du)?;
         check(

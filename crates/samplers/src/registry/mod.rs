@@ -262,6 +262,19 @@ pub const ENTRIES: &[Entry] = &[
     ),
 ];
 
+impl Entry {
+    /// The fewest chains the sampler runs with: 2 for replica exchange (two rungs) and for the
+    /// interacting contour samplers (ICSGLD's `P`; with one chain the interacting field is
+    /// CSGLD's), else 1.
+    pub fn min_chains(&self) -> usize {
+        match self.family {
+            Metropolis | VarianceReduced | Deterministic => 2,
+            Contour(RandomField::Interacting) => 2,
+            Constant | Cyclical | Annealed | Contour(_) => 1,
+        }
+    }
+}
+
 /// The entry named `name`.
 pub fn lookup(name: &str) -> Result<&'static Entry, SamplerError> {
     ENTRIES

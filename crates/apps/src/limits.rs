@@ -1,0 +1,71 @@
+//! Bounds on run sizes that no sampler checks: a budget no machine finishes, a thread count no
+//! machine holds, a chain count a sampler cannot run with. Each refusal is one line, exit 2,
+//! before any work.
+
+use sgmcmc_samplers::registry::lookup;
+
+use crate::error::AppError;
+
+/// The most steps per chain a run may ask for, 2^40 (about 1.1e12: some 13 days of the fastest
+/// host toy chain, 10^6 steps/s; years for a network).
+pub const MAX_STEPS: u64 = 1 << 40;
+
+/// The most compute threads a run may ask for (more only wait on each other, and thousands
+/// exhaust the system before the first step).
+pub const MAX_THREADS: usize = 1024;
+
+/// Refuses `steps` steps per chain (what `flag` asks for; a lower bound where only it is
+/// known, e.g. the epochs) beyond [`MAX_STEPS`]; `None` is a count that overflowed while
+/// being computed.
+pub fn check_steps(flag: &str, steps: Option<u64>) -> Result<(), AppError> {
+    match steps {
+        Some(s) if s <= MAX_STEPS => Ok(()),
+        _ => Err(AppError::Usage(format!(
+            "{flag}: {} steps per chain are beyond any run (at most 2^40 = {MAX_STEPS})",
+            steps.map_or("more than 2^64".to_string(), |s| s.to_string())
+        ))),
+    }
+}
+
+/// Refuses a thread count beyond [`MAX_THREADS`].
+pub fn check_threads(threads: usize) -> Result<(), AppError> {
+    if threads > MAX_THREADS {
+        return Err(AppError::Usage(format!(
+            "--threads {threads}: at most {MAX_THREADS} compute threads"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses fewer chains than sampler `name` runs with
+/// ([`Entry::min_chains`](sgmcmc_samplers::registry::Entry::min_chains)): replica exchange
+/// needs two rungs, ICSGLD's P interacting chains at least two (one is CSGLD). Unknown names
+/// are left to the sampler registry's own error.
+pub fn check_chains(name: &str, chains: usize) -> Result<(), AppError> {
+    match lookup(name) {
+        Ok(e) if chains < e.min_chains() => Err(AppError::Usage(format!(
+            "{name} runs at least {} chains, got {chains} (--chains)",
+            e.min_chains()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_hold_at_their_edges() {
+        assert!(check_steps("--iters", Some(MAX_STEPS)).is_ok());
+        assert!(check_steps("--iters", Some(MAX_STEPS + 1)).is_err());
+        assert!(check_steps("--epochs", None).is_err());
+        assert!(check_threads(MAX_THREADS).is_ok());
+        assert!(check_threads(MAX_THREADS + 1).is_err());
+        assert!(check_chains("icsgld", 1).is_err());
+        assert!(check_chains("icsgld", 2).is_ok());
+        assert!(check_chains("resgld", 1).is_err());
+        assert!(check_chains("csgld", 1).is_ok());
+        assert!(check_chains("no-such-sampler", 1).is_ok());
+    }
+}
