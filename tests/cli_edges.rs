@@ -310,6 +310,8 @@ fn absurd_budgets_and_senseless_chain_counts_are_refused() {
             &["mnist", "--sampler", "icsgld", "--chains", "1"],
             "icsgld runs at least 2 chains",
         ),
+        (&["bandit", "--agents", "psgld,psgld"], "listed twice"),
+        (&["bandit", "--seeds", "1000000000"], "at most 100000"),
     ];
     for (args, needle) in cases {
         let mut a = args.to_vec();
@@ -395,5 +397,33 @@ fn a_uci_config_file_is_checked_as_the_flags_are() {
             needle,
         );
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A run whose energy blows up to a large finite value (digits, SGHMC at lr 1: 3.3e3 -> 6e11
+/// within five steps, then accuracy at chance) reported its metrics with exit 0; it now stops
+/// naming the chain, the step and the blow-up, exit 1. The same run at its default lr finishes.
+#[test]
+fn a_blown_up_network_run_exits_1_naming_it() {
+    let dir = tmp("blow-up");
+    let data = dir.join("data");
+    sgmcmc::data::digits::write_synthetic(&data.join("digits"), 1000, 3).unwrap();
+    let run = |lr: &str, out: &str| {
+        let o = dir.join(out);
+        let mut args = vec!["digits", "--sampler", "sghmc", "--steps", "300"];
+        args.extend(["--burn-in", "100", "--bma-every", "20"]);
+        args.extend(["--data-dir", data.to_str().unwrap()]);
+        args.extend(["--out", o.to_str().unwrap(), "--quiet"]);
+        if !lr.is_empty() {
+            args.extend(["--lr", lr]);
+        }
+        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let blown = run("1", "blown");
+    let blown: Vec<&str> = blown.iter().map(String::as_str).collect();
+    fails_with(&blown, 1, "blew up to over 1e6 times its start");
+    let fine = run("", "fine");
+    let fine: Vec<&str> = fine.iter().map(String::as_str).collect();
+    common::cli::succeeds(&fine);
     let _ = std::fs::remove_dir_all(dir);
 }

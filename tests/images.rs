@@ -35,6 +35,9 @@ fn small(sampler: &str, epochs: f64) -> ImagesConfig {
     // likelihood. The same per-image decay (25 / 50,000) at N = 64:
     c.weight_decay = 25.0 * 64.0 / 50_000.0;
     c.cycles = 2;
+    // Cycles of 4 steps here (positions 0, 0.25, 0.5, 0.75): collect from 0.7 so that each
+    // cycle has an iterate to fit (the presets' 0.85 would leave none).
+    c.cycle_sampling = 0.7;
     c.swag_per_epoch = 4;
     c.bn_batches = 2;
     // Contour partition over the synthetic energies (64 images x ln 10 = 147 at the start,

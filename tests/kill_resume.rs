@@ -198,5 +198,29 @@ fn predict_on_a_saved_posterior_equals_the_runs_model_average() {
         got.len()
     );
     assert!(worst <= 1e-6, "{worst}");
+    // Inputs the network cannot compute on, or that are not numbers, are refused in one line
+    // naming the row and column (they wrote NaN predictions with exit 0, or said "expected 3
+    // finite numbers, got 3").
+    let run = out.join("seed-0");
+    for (row, code, needle) in [
+        ("1e308,0,0", 2, "row 1, column 1: 1e308 is"),
+        ("0,NaN,0", 2, ":2: column 2 is NaN, not a finite number"),
+        ("0,0", 2, ":2: expected 3 numbers, got 2"),
+    ] {
+        std::fs::write(&inputs, format!("x0,x1,x2\n{row}\n")).unwrap();
+        common::cli::fails_with(
+            &[
+                "predict",
+                "--run",
+                run.to_str().unwrap(),
+                "--data",
+                inputs.to_str().unwrap(),
+                "--out",
+                preds.to_str().unwrap(),
+            ],
+            code,
+            needle,
+        );
+    }
     let _ = std::fs::remove_dir_all(root);
 }

@@ -77,10 +77,17 @@ fn uci_resume_reads_the_recorded_data_refuses_changed_data_and_run_changing_flag
     let decay = run["weight_decay"].as_float().unwrap();
     run["weight_decay"] = toml::Value::Float(2.0 * decay);
     std::fs::write(&config_path, toml::to_string(&edited).unwrap()).unwrap();
+    // A finished seed is not read back under other settings either.
+    refused(
+        &with_data_dir(&["uci", "--resume", o], &one),
+        "result.json was written with other settings than config.toml gives now (weight_decay = \
+         0.0002 (was 0.0001))",
+    );
     std::fs::remove_file(out.join("seed-0/result.json")).unwrap();
     refused(
         &with_data_dir(&["uci", "--resume", o], &one),
-        "written with other settings than config.toml gives now (weight_decay = ",
+        "checkpoint.cbor was written with other settings than config.toml gives now \
+         (weight_decay = ",
     );
     std::fs::write(&config_path, original).unwrap();
     ok(&with_data_dir(&["uci", "--resume", o, "--jobs", "1"], &one));

@@ -96,12 +96,20 @@ pub fn read_rows(path: &Path, width: usize) -> Result<Vec<Vec<f64>>, AppError> {
                 )));
             }
         };
-        if row.len() != width || row.iter().any(|v| !v.is_finite()) {
+        if row.len() != width {
             return Err(AppError::Input(format!(
-                "{}:{}: expected {width} finite numbers, got {}",
+                "{}:{}: expected {width} numbers, got {}",
                 path.display(),
                 i + 1,
                 row.len()
+            )));
+        }
+        if let Some((j, v)) = row.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(AppError::Input(format!(
+                "{}:{}: column {} is {v}, not a finite number",
+                path.display(),
+                i + 1,
+                j + 1
             )));
         }
         rows.push(row);
@@ -120,11 +128,22 @@ pub fn predict(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<f64
         standardize_target,
     } = SavedModel::read(dir)?;
     let posterior = SavedPosterior::open(&dir.join("samples"))?;
-    let x: Vec<f32> = rows
-        .iter()
-        .flat_map(|r| standardizer.x(r))
-        .map(|v| v as f32)
-        .collect();
+    let mut x: Vec<f32> = Vec::with_capacity(rows.len() * mlp.inputs);
+    for (i, r) in rows.iter().enumerate() {
+        for (j, v) in standardizer.x(r).into_iter().enumerate() {
+            // The network computes in f32: an input beyond it would come back as NaN.
+            if !(v as f32).is_finite() {
+                return Err(AppError::Input(format!(
+                    "row {}, column {}: {:e} is {v:.3e} training standard deviations from \
+                     the training mean, beyond the network's f32 arithmetic",
+                    i + 1,
+                    j + 1,
+                    r[j]
+                )));
+            }
+            x.push(v as f32);
+        }
+    }
     let x = Tensor::<2>::from_data(TensorData::new(x, [rows.len(), mlp.inputs]), device);
     let template: Mlp = mlp.init(device);
     let mean = posterior
@@ -137,6 +156,13 @@ pub fn predict(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<f64
         })?
         .mean()
         .ok_or_else(|| AppError::Input("every saved model has weight 0".into()))?;
+    if let Some(i) = mean.iter().position(|m| !m.is_finite()) {
+        return Err(AppError::Run(format!(
+            "the prediction for row {} is {} (its inputs overflow the network)",
+            i + 1,
+            mean[i]
+        )));
+    }
     Ok(mean
         .into_iter()
         .map(|m| {

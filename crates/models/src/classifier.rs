@@ -163,17 +163,15 @@ mod tests {
     use super::*;
     use burn::tensor::Distribution;
 
-    fn running_means(m: &mut ImageClassifier) -> Vec<f32> {
-        m.batch_norms_mut()
+    /// Every layer's running means, then every layer's running variances.
+    fn running_stats(m: &mut ImageClassifier) -> Vec<f32> {
+        let read = |t: Tensor<1>| t.into_data().try_to_vec::<f32>().unwrap();
+        let layers = m.batch_norms_mut();
+        let means = layers
             .iter()
-            .flat_map(|b| {
-                b.running_mean
-                    .value_sync()
-                    .into_data()
-                    .try_to_vec::<f32>()
-                    .unwrap()
-            })
-            .collect()
+            .flat_map(|b| read(b.running_mean.value_sync()));
+        let vars = layers.iter().flat_map(|b| read(b.running_var.value_sync()));
+        means.chain(vars).collect()
     }
 
     /// From scratch: two copies of one network whose running statistics differ (one saw
@@ -193,7 +191,7 @@ mod tests {
             drop(dirty.forward(x));
         }
         let mut clean = fresh.valid().train();
-        assert_ne!(running_means(&mut dirty), running_means(&mut clean));
+        assert_ne!(running_stats(&mut dirty), running_stats(&mut clean));
         let batches: Vec<Tensor<4>> = (0..3)
             .map(|_| Tensor::random([4, 3, 8, 8], Distribution::Normal(0.0, 1.0), &device))
             .collect();
@@ -201,7 +199,7 @@ mod tests {
         assert_eq!(dirty.recompute_batch_norm(ok(&batches)), Ok(3));
         let reversed: Vec<Tensor<4>> = batches.iter().rev().cloned().collect();
         assert_eq!(clean.recompute_batch_norm(ok(&reversed)), Ok(3));
-        let (a, b) = (running_means(&mut dirty), running_means(&mut clean));
+        let (a, b) = (running_stats(&mut dirty), running_stats(&mut clean));
         let worst = a
             .iter()
             .zip(&b)

@@ -111,6 +111,15 @@ impl BanditConfig {
         if self.agents.is_empty() {
             return bad("no agent".into());
         }
+        // One agent named twice would be one run counted as two (same seeds, same streams).
+        for (i, a) in self.agents.iter().enumerate() {
+            if self.agents[..i].iter().any(|b| b.name == a.name) {
+                return bad(format!("agent {} is listed twice", a.name));
+            }
+        }
+        if self.seeds > 100_000 {
+            return bad(format!("seeds must be at most 100000, got {}", self.seeds));
+        }
         for a in &self.agents {
             if a.chains == 0 || a.iters_factor == 0 || !(0.0..=1.0).contains(&a.epsilon) {
                 return bad(format!(

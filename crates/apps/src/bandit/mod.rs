@@ -86,10 +86,11 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
         if let Some(n) = a.seeds {
             config.seeds = n;
         }
-        config.validate()?;
     }
+    config.validate()?;
     let file = output::data_root(a.data_dir.as_deref()).join("mushroom/agaricus-lepiota.data");
     let data = Mushrooms::load(&file).map_err(|e| AppError::Input(e.to_string()))?;
+    crate::limits::check_threads(a.threads)?;
     output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     output::write_toml(&a.out.join("config.toml"), &config)?;
     let clock = Instant::now();

@@ -7,7 +7,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::digits::Digits;
-use sgmcmc_engine::observers::{Trace, TraceSummary};
+use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard, Trace, TraceSummary};
 use sgmcmc_engine::{
     BatchSource, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
 };
@@ -396,8 +396,10 @@ impl<'a> Chain<'a> {
         let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
         let mut progress = progress::report(&bar, 1000);
         let mut trace = Trace::energies();
+        let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
         let report = Run::steps(steps)
             .keep_when(move |k| k > burn_in && (k - burn_in).is_multiple_of(every))
+            .observe(&mut guard)
             .observe(&mut average)
             .observe(&mut trace)
             .observe(&mut progress)

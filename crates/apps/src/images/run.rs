@@ -17,6 +17,7 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard};
 use sgmcmc_engine::{Checkpoint, Checkpoints, Observer, Prefetch, Progress, Run, RunError, init};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
@@ -476,8 +477,10 @@ pub fn train(
         0
     };
     let checkpoints = Checkpoints::new(checkpoint_path(dir), every).with_meta(meta);
+    let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
     let mut run = Run::steps(total)
         .keep_when(|_| false)
+        .observe(&mut guard)
         .observe(&mut recorder)
         .observe(&mut progress)
         .checkpoints(ranks.checkpoints(checkpoints));

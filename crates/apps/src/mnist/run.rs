@@ -22,6 +22,7 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::ImageBatcher;
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
+use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard};
 use sgmcmc_engine::{
     BatchSource, Checkpoint, Checkpoints, DatasetBatches, Observer, Progress, Run, RunError, init,
 };
@@ -349,8 +350,10 @@ pub fn train(
     let meta = sgmcmc_engine::observer::encode(meta)?;
     let every = config.checkpoint_every as u64 * per_epoch;
     let checkpoints = Checkpoints::new(checkpoint_path(dir), every).with_meta(meta);
+    let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
     let mut run = Run::epochs(config.epochs as u64)
         .keep_when(|_| false)
+        .observe(&mut guard)
         .observe(&mut recorder)
         .observe(&mut progress)
         .checkpoints(ranks.checkpoints(checkpoints));

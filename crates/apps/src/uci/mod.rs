@@ -422,6 +422,7 @@ fn run_jobs(
                 contour: None,
                 predictions: Vec::new(),
                 diagnostics: None,
+                settings: None,
             }),
             Some(Err(e)) => Err(e),
             None => Err(AppError::Run("a run did not finish".into())),
@@ -445,15 +446,22 @@ fn run_job(
         };
         let text = std::fs::read_to_string(&path)
             .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
-        return serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| AppError::Input(format!("{}: {e}", path.display())));
+        let r: UciResult = serde_json::from_str(&text)
+            .map_err(|e| AppError::Input(format!("{}: {e}", path.display())))?;
+        // A result of an older sgmcmc records no settings and is read back as it is.
+        if let Some(s) = r.settings.as_ref().filter(|s| **s != job.run) {
+            return Err(protocol::changed_settings(&path, Some(s), &job.run));
+        }
+        return Ok(Some(r));
     }
     let split = data.split((job.run.seed as usize) % data.splits.len())?;
     if let Some(f) = &job.files {
         output::run_dir(&f.dir)?;
     }
-    let r = run_split_on(&job.run, &split, device, job.files.as_ref(), ranks)?;
+    let r = run_split_on(&job.run, &split, device, job.files.as_ref(), ranks)?.map(|r| UciResult {
+        settings: Some(job.run.clone()),
+        ..r
+    });
     if let (Some(path), Some(r)) = (done, &r) {
         output::write_json(&path, r)?;
     }
@@ -861,7 +869,7 @@ fn render(cells: &[Cell], seeds: u64, wall: f64) -> String {
         // A cell where no run finished has no mean: a dash, not NaN.
         let pm = |(m, sd): (f64, f64)| {
             if m.is_finite() {
-                format!("{m:.3} +- {sd:.3}")
+                output::mean_pm(m, sd)
             } else {
                 "-".into()
             }

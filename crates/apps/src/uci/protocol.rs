@@ -40,7 +40,7 @@ use std::path::PathBuf;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
-use sgmcmc_engine::observers::{SampleSaver, Trace, TraceSummary};
+use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard, SampleSaver, Trace, TraceSummary};
 use sgmcmc_engine::{
     BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
 };
@@ -243,6 +243,9 @@ pub struct UciResult {
     /// bulk and tail ESS, MCSE, and the Pareto `k-hat` of contour samplers' weights.
     #[serde(default)]
     pub diagnostics: Option<TraceSummary>,
+    /// The settings the run ran with (a resume refuses to read the result back under others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<UciRun>,
 }
 
 /// Where a run keeps its files (checkpoints, saved samples).
@@ -468,34 +471,56 @@ struct Job<'a> {
 /// resumed run would move on with two learning rates). A checkpoint of an older sgmcmc holds
 /// none and is continued.
 fn same_settings(path: &std::path::Path, saved: &[u8], run: &UciRun) -> Result<(), AppError> {
-    if saved.is_empty() || saved == sgmcmc_engine::observer::encode(run)?.as_slice() {
+    if saved.is_empty() {
         return Ok(());
     }
-    let json = |v: &UciRun| serde_json::to_value(v).map_err(|e| AppError::Run(e.to_string()));
-    let mut changed = Vec::new();
-    match sgmcmc_engine::observer::decode::<UciRun>(saved) {
-        Ok(old) => differences("", &json(run)?, &json(&old)?, &mut changed),
-        Err(_) => changed.push("the run settings".into()),
+    let old = sgmcmc_engine::observer::decode::<UciRun>(saved).ok();
+    if old.as_ref() == Some(run) {
+        return Ok(());
     }
-    Err(AppError::Usage(format!(
-        "{}: the checkpoint was written with other settings than config.toml gives now \
-         ({}); restore config.toml or start the run again with --force",
-        path.display(),
-        changed.join(", ")
-    )))
+    Err(changed_settings(path, old.as_ref(), run))
 }
 
-/// The dotted paths where `now` differs from `was`, as `path = now (was was)`.
+/// The refusal of the file at `path` (a checkpoint, a finished seed's `result.json`) written
+/// with settings `old` (`None`: unreadable) other than the `now` of `config.toml`, naming
+/// every changed setting by its dotted path.
+pub fn changed_settings(path: &std::path::Path, old: Option<&UciRun>, now: &UciRun) -> AppError {
+    let json = |v: &UciRun| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+    let mut changed = Vec::new();
+    if let Some(old) = old {
+        differences("", &json(now), &json(old), &mut changed);
+    }
+    if changed.is_empty() {
+        changed.push("the run settings".into());
+    }
+    AppError::Usage(format!(
+        "{} was written with other settings than config.toml gives now ({}); restore \
+         config.toml or start the run again with --force",
+        path.display(),
+        changed.join(", ")
+    ))
+}
+
+/// The dotted paths where `now` differs from `was`, as `path = now (was was)` (keys of
+/// either side).
 fn differences(at: &str, now: &serde_json::Value, was: &serde_json::Value, out: &mut Vec<String>) {
-    use serde_json::Value::Object;
+    use serde_json::Value::{Null, Object};
     if let (Object(n), Object(w)) = (now, was) {
-        for (k, v) in n {
+        let mut keys: Vec<&String> = n.keys().chain(w.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
             let path = if at.is_empty() {
                 k.clone()
             } else {
                 format!("{at}.{k}")
             };
-            differences(&path, v, w.get(k).unwrap_or(&serde_json::Value::Null), out);
+            differences(
+                &path,
+                n.get(k).unwrap_or(&Null),
+                w.get(k).unwrap_or(&Null),
+                out,
+            );
         }
     } else if now != was {
         out.push(format!("{at} = {now} (was {was})"));
@@ -618,9 +643,11 @@ where
             y: Targets::Real(y),
         });
     let mut trace = Trace::energies();
+    let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
     let mut r = Run::epochs(run.epochs as u64)
         .burn_in(burn)
         .thin(every)
+        .observe(&mut guard)
         .observe(&mut average)
         .observe(&mut trace);
     if let Some(s) = saver.as_mut() {
@@ -693,6 +720,7 @@ where
             .map(|st| st.finish(sampler.theta().map(|t| t.theta()), &theta_start)),
         predictions: pred,
         diagnostics,
+        settings: None,
     }))
 }
 

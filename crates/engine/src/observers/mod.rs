@@ -20,7 +20,7 @@ mod trace;
 
 pub use average::ModelAverage;
 pub use closure::{OnSample, OnStep};
-pub use guard::DivergenceGuard;
+pub use guard::{BLOW_UP, DivergenceGuard};
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
 pub use samples::{SAMPLES_INDEX, SampleSaver};

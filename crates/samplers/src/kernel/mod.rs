@@ -214,7 +214,7 @@ impl Kernel {
     /// under a rung's velocity shifts the velocity by `c (grad U(x_new) - grad U(x_old))` to keep
     /// this relation (0 for kernels without a velocity). `None` where no scalar lag exists:
     /// SGNHT's is `lr / (2 - xi)` with each element's own friction `xi`, so replica exchange
-    /// refuses it ([`crate::sampler::replica::ReplicaConfig::validate`]).
+    /// refuses it ([`crate::sampler::ReplicaConfig::validate`]).
     pub fn velocity_lag(&self, lr: f64) -> Option<f64> {
         match self {
             Self::Momentum { mu } | Self::Sghmc { mu, .. } => Some(lr / (1.0 + mu)),
