@@ -80,11 +80,17 @@ fn a_uci_cell_whose_runs_all_diverge_exits_1_and_counts_them() {
     ]);
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(run.status.code(), Some(1), "{err}");
-    // One warning per failed run, then the error.
-    let last = err.trim_end().lines().last().unwrap_or_default();
-    assert!(last.starts_with("error: every run failed"), "{err}");
+    // One warning line for the failed runs (there were one per run), then the error.
+    let lines: Vec<&str> = err.trim_end().lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(lines[0].starts_with("warning: 2 of 2 runs failed"), "{err}");
+    assert!(lines[1].starts_with("error: every run failed"), "{err}");
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("| 2 of 2 |"), "{table}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["failed_runs"], 2, "{summary}");
+    assert_eq!(summary["runs"], 2, "{summary}");
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -425,5 +431,72 @@ fn a_blown_up_network_run_exits_1_naming_it() {
     let fine = run("", "fine");
     let fine: Vec<&str> = fine.iter().map(String::as_str).collect();
     common::cli::succeeds(&fine);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Values of config files that panicked inside burn or ran on (mnist `channels = [0, 32]`,
+/// `hidden = 0`, `prior_precision = -1`; bandit `hidden = [0]`), and images' names that were
+/// ignored or misnamed (`--protocol bogus` outside table rows, `--preset bogus` called a table
+/// row): one line, exit 2, before any data is read.
+#[test]
+fn config_values_and_names_that_ran_or_panicked_are_refused() {
+    let dir = tmp("config-values");
+    let o = dir.join("run");
+    let o = o.to_str().unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "mnist",
+            "channels = [0, 32]\n",
+            "channels and hidden must be >= 1",
+        ),
+        ("mnist", "hidden = 0\n", "channels and hidden must be >= 1"),
+        (
+            "mnist",
+            "prior_precision = -1.0\n",
+            "prior_precision must be finite",
+        ),
+        (
+            "bandit",
+            "hidden = [0]\n",
+            "hidden layers must be >= 1 unit wide",
+        ),
+    ];
+    for (command, text, needle) in cases {
+        let file = dir.join(format!("{command}.toml"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&file, text).unwrap();
+        fails_with(
+            &[
+                command,
+                "--config",
+                file.to_str().unwrap(),
+                "--data-dir",
+                "/nonexistent",
+                "--out",
+                o,
+            ],
+            2,
+            needle,
+        );
+    }
+    fails_with(
+        &["images", "--protocol", "bogus", "--out", o],
+        2,
+        "unknown protocol `bogus`",
+    );
+    fails_with(
+        &[
+            "images",
+            "--preset",
+            "bogus",
+            "--sampler",
+            "sghmc",
+            "--out",
+            o,
+        ],
+        2,
+        "unknown preset `bogus`",
+    );
+    assert!(!dir.join("run").exists(), "a refused run left its folder");
     let _ = std::fs::remove_dir_all(dir);
 }

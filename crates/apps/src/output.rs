@@ -279,7 +279,7 @@ mod tests {
         assert_eq!(mean_pm(2.9712, 0.1234), "2.97 +- 0.12");
         assert_eq!(mean_pm(1.36e-4, 5.03e-6), "1.36e-4 +- 5.0e-6");
         assert_eq!(mean_pm(0.3, 0.0), "0.300 +- 0.000");
-        assert_eq!(mean_pm(12.0, 3.4), "12 +- 3");
+        assert_eq!(mean_pm(12.0, 3.4), "12.0 +- 3.4");
         assert_eq!(mean_pm(123.0, 45.0), "123 +- 45");
         assert_eq!(mean_pm(2.5e7, 1.0e5), "2.50e7 +- 1.0e5");
         assert_eq!(mean_pm(0.0, 0.0), "0 +- 0");

@@ -108,6 +108,12 @@ impl BanditConfig {
                 self.batch, self.buffer, self.initial_pulls
             ));
         }
+        if self.hidden.contains(&0) {
+            return bad(format!(
+                "hidden layers must be >= 1 unit wide (got {:?})",
+                self.hidden
+            ));
+        }
         if self.agents.is_empty() {
             return bad("no agent".into());
         }

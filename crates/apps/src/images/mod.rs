@@ -150,6 +150,12 @@ pub const FILES: &[&str] = &[
 pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConfig, AppError> {
     let from_file = |key: &str| file.and_then(|f| f.string(key));
     let preset = a.preset.as_deref().or(from_file("preset")).unwrap_or("cpu");
+    if !matches!(a.protocol.as_str(), "gpu" | "cpu") {
+        return Err(AppError::Usage(format!(
+            "unknown protocol `{}` (known: gpu, cpu)",
+            a.protocol
+        )));
+    }
     let mut c = if matches!(preset, "cpu" | "gpu") {
         ImagesConfig::preset(
             preset,
@@ -167,12 +173,14 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
                 .unwrap_or("sghmc"),
         )?
     } else {
+        // An unknown name is refused as such before the flags a row fixes.
+        let row = table_config(preset, &a.protocol)?;
         if a.sampler.is_some() || a.dataset.is_some() || a.model.is_some() {
             return Err(AppError::Usage(format!(
                 "preset `{preset}` is a table row: it fixes --sampler, --dataset and --model"
             )));
         }
-        table_config(preset, &a.protocol)?
+        row
     };
     if let Some(f) = file {
         c = f.over(&c)?;

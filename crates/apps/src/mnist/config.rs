@@ -210,6 +210,19 @@ impl MnistConfig {
         if !self.lr.is_finite() || self.lr <= 0.0 {
             return Err(AppError::Usage(format!("lr must be > 0 (got {})", self.lr)));
         }
+        // A layer of width 0 panicked inside burn.
+        if self.channels.contains(&0) || self.hidden == 0 {
+            return Err(AppError::Usage(format!(
+                "channels and hidden must be >= 1 (got {:?} and {})",
+                self.channels, self.hidden
+            )));
+        }
+        if !self.prior_precision.is_finite() || self.prior_precision < 0.0 {
+            return Err(AppError::Usage(format!(
+                "prior_precision must be finite and >= 0 (got {})",
+                self.prior_precision
+            )));
+        }
         self.spec(1).map(|_| ())
     }
 

@@ -765,9 +765,6 @@ fn check_counts(a: &UciArgs) -> Result<(), AppError> {
 }
 
 fn cell(dataset: &str, sampler: &str, runs: Vec<UciResult>) -> Cell {
-    for r in runs.iter().filter_map(|r| r.error.as_ref()) {
-        eprintln!("warning: {dataset} / {sampler}: a run failed: {r}");
-    }
     let ok: Vec<&UciResult> = runs.iter().filter(|r| r.error.is_none()).collect();
     let rmse: Vec<f64> = ok.iter().map(|r| r.rmse).collect();
     let nll: Vec<f64> = ok.iter().map(|r| r.nll).collect();
@@ -830,9 +827,20 @@ fn report(
         &["cell", "seed", "rmse", "nll", "wall_seconds"],
         &rows,
     )?;
+    let runs: usize = cells.iter().map(|c| c.runs.len()).sum();
+    let failed: Vec<(&Cell, &str)> = cells
+        .iter()
+        .flat_map(|c| {
+            c.runs
+                .iter()
+                .filter_map(move |r| Some((c, r.error.as_deref()?)))
+        })
+        .collect();
     let summary = serde_json::json!({
         "wall_seconds": wall,
         "noise": noise,
+        "runs": runs,
+        "failed_runs": failed.len(),
         "cells": cells,
         "rmse": cells.first().map(|c| c.rmse.0),
         "nll": cells.first().map(|c| c.nll.0),
@@ -842,6 +850,17 @@ fn report(
         &summary,
     )?;
     println!("wrote {}", out.display());
+    // One line for every failed run together (each one's reason is in table.md's cells and
+    // summary.json's runs); the figures average the runs that finished.
+    if let Some((c, why)) = failed.first() {
+        eprintln!(
+            "warning: {} of {runs} runs failed and are left out of the figures (first: {} / {}: \
+             {why})",
+            failed.len(),
+            c.dataset,
+            c.sampler
+        );
+    }
     let dead: Vec<String> = cells
         .iter()
         .filter(|c| c.runs.iter().all(|r| r.error.is_some()))
