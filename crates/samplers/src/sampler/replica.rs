@@ -419,7 +419,13 @@ impl<E: Ensemble> ReplicaExchange<E> {
         for (e, d) in energies.iter_mut().zip(offsets.iter().flatten()) {
             *e += d;
         }
-        let swapped = self.swap(k, &energies, scale);
+        // A noise-free exploration step moves every rung at temperature 0: there is no tempered
+        // law to exchange between, and the reference code tries no swap there.
+        let swapped = if noisy {
+            self.swap(k, &energies, scale)
+        } else {
+            Ok(())
+        };
         self.swap_energies = energies;
         swapped?;
         let ladder = &self.config.ladder;
@@ -658,7 +664,8 @@ mod tests {
 
     /// With `replica.cyclical_lr`, every step moves the chain on rung `r` with
     /// `lr_r (cos(pi pos) + 1) / 2` (Zhang et al. eq. 1 with peak 1, 2 cycles of 10 steps),
-    /// noise-free before the sampling threshold, and reports the cycle's phase.
+    /// noise-free before the sampling threshold, and reports the cycle's phase; swaps are tried
+    /// in the sampling phase only (every step there: the adjacent scheme, 8 of the 20 steps).
     #[test]
     fn cyclical_replica_exchange_scales_every_rung_by_the_cosine() {
         use crate::density::toy::by_name;
@@ -676,11 +683,17 @@ mod tests {
             .unwrap()
             .build(chains.unwrap(), 3)
             .unwrap();
+        let attempts = |s: &crate::registry::AnySampler<HostEnsemble>| -> u64 {
+            s.as_replica().unwrap().stats().attempts.iter().sum()
+        };
         for k in 0..20u64 {
+            let before = attempts(&sampler);
             let report = sampler.step(&()).unwrap().clone();
+            let tried = attempts(&sampler) - before;
             let pos = (k % 10) as f64 / 10.0;
             let c = ((std::f64::consts::PI * pos).cos() + 1.0) / 2.0;
             let sampling = pos >= 0.6;
+            assert_eq!(tried, u64::from(sampling), "step {k}: swap attempts");
             assert_eq!(
                 report.phase,
                 Some(if sampling {
