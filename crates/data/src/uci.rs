@@ -161,6 +161,20 @@ impl UciDataset {
             }
         }
 
+        // A row twice in one part weighs it double; a test row in training scores the model on
+        // what it learned from. Either is a broken split file.
+        let mut part_of = vec![None; self.y.len()];
+        for (part, rows) in [("train", &split.train), ("test", &split.test)] {
+            for &i in rows.iter() {
+                if let Some(first) = part_of[i].replace(part) {
+                    return Err(DataError::Invalid(format!(
+                        "dataset `{}`: split {k}: row {i} is listed in {first} and again in {part}",
+                        self.name
+                    )));
+                }
+            }
+        }
+
         let x_train: Vec<Vec<f64>> = split.train.iter().map(|&i| self.x[i].clone()).collect();
         let y_train: Vec<f64> = split.train.iter().map(|&i| self.y[i]).collect();
         if y_train.iter().all(|&v| v == y_train[0]) {
@@ -541,6 +555,29 @@ mod tests {
         d.write("n_splits.txt", "20\n");
         let err = UciDataset::load(&d.0).unwrap_err().to_string();
         assert!(err.contains("index_train_2.txt"), "{err}");
+    }
+
+    #[test]
+    fn a_split_with_a_row_twice_or_a_test_row_in_training_is_refused() {
+        let d = good("dup");
+        d.write("index_train_1.txt", "2\n3\n4\n4\n");
+        let ds = UciDataset::load(&d.0).unwrap();
+        assert!(ds.split(0).is_ok());
+        let err = ds.split(1).unwrap_err().to_string();
+        assert!(
+            err.contains("row 4 is listed in train and again in train"),
+            "{err}"
+        );
+        d.write("index_train_1.txt", "0\n3\n4\n5\n");
+        let err = UciDataset::load(&d.0)
+            .unwrap()
+            .split(1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("row 0 is listed in train and again in test"),
+            "{err}"
+        );
     }
 
     #[test]
