@@ -34,6 +34,8 @@
 //! minimum (rung-0 Var v / lr 0.593 before, 0.904 after, against SGHMC's stationary 1.055; the
 //! rest of the gap is the swapped-in positions').
 
+mod common;
+
 use sgmcmc::samplers::checkpoint::EnsembleState;
 use sgmcmc::samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
@@ -170,15 +172,16 @@ fn deo_msgd_keeps_its_velocity_on_rung_0() {
 
 /// One step of replica exchange, computed by hand to the last bit: momentum SGD (no noise) on
 /// `U = x^2 / 2`, rungs at lr 0.01 and 0.02, replica 0 at `x = 2` on rung 0 and replica 1 at
-/// `x = 0.5` on rung 1 with velocities 0.03 and -0.05. The swap is certain (`(1 - 1/10) (2 - 0.125) > 0`), so each
-/// replica takes the other rung's velocity shifted to its own position by that rung's lag
-/// `c_r = lr_r / (1 + mu)`: `v - c_r g` of each rung is carried across the swap. Then each
-/// moves with its new rung's lr. An unshifted swap misses by `mu c 1.5` (1.4e-2); the lag of the other rung misses by `mu 1.5 (0.02 - 0.01) / 1.9` (7.1e-3).
+/// `x = 0.5` on rung 1 with velocities 0.03 and -0.05. The swap is certain
+/// (`(1 - 1/10) (2 - 0.125) > 0`), so each replica takes the other rung's velocity shifted to
+/// its own position by that rung's lag `c_r = lr_r / (1 + mu)`: `v - c_r g` of each rung is
+/// carried across the swap. Then each moves with its new rung's lr. An unshifted swap misses
+/// by `mu c 1.5` (1.4e-2); the lag of the other rung misses by `mu 1.5 (0.02 - 0.01) / 1.9`
+/// (7.1e-3).
 #[test]
 fn a_swap_carries_each_rungs_velocity_residual_exactly() {
-    use sgmcmc::samplers::control::{Ladder, Smoothing, SwapScheme};
     use sgmcmc::samplers::kernel::Kernel;
-    use sgmcmc::samplers::sampler::{ReplicaConfig, ReplicaExchange, SwapRule};
+    use sgmcmc::samplers::sampler::ReplicaExchange;
     let mu = 0.9;
     let lrs = [0.01, 0.02];
     let target = by_name("normal")
@@ -186,19 +189,7 @@ fn a_swap_carries_each_rungs_velocity_residual_exactly() {
         .with_noise(NoiseModel::EXACT)
         .unwrap();
     let ens = HostEnsemble::new(target, &[vec![2.0], vec![0.5]], 1).unwrap();
-    let config = ReplicaConfig {
-        kernel: Kernel::Momentum { mu },
-        ladder: Ladder::tempered(vec![1.0, 10.0], lrs.to_vec()).unwrap(),
-        scheme: SwapScheme::Adjacent,
-        rule: SwapRule::Metropolis {
-            correction: f64::INFINITY,
-            initial_variance: 0.0,
-            smoothing: Smoothing::Fixed(0.5),
-            cooling: 0,
-        },
-        refresh: None,
-        lr_scale: None,
-    };
+    let config = common::two_rungs(Kernel::Momentum { mu }, lrs);
     let mut s = ReplicaExchange::new(config, ens, 1).unwrap();
     // Velocities 0.03 and -0.05 to start from (a fresh host ensemble sizes its state at the
     // first move, so a swap on step 0 of a fresh run has no velocity to carry).

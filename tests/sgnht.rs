@@ -30,6 +30,8 @@
 //! variance `2 * 2.1 / (2 - lr) = 2.111` (standard error `2.111 * 0.005`, tolerance 5 of them
 //! plus the same 0.005), and temperature 0 is gradient descent to the mode.
 
+mod common;
+
 use sgmcmc::samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
@@ -138,23 +140,10 @@ fn sgnht_at_temperature_zero_descends_to_the_mode() {
 
 #[test]
 fn replica_exchange_refuses_sgnht() {
-    use sgmcmc::samplers::control::{Ladder, Smoothing, SwapScheme};
-    use sgmcmc::samplers::sampler::{ReplicaConfig, ReplicaExchange, SwapRule};
+    use sgmcmc::samplers::sampler::ReplicaExchange;
     let target = by_name("normal").unwrap();
     let ens = HostEnsemble::new(target, &[vec![0.0], vec![0.0]], 1).unwrap();
-    let config = ReplicaConfig {
-        kernel: Kernel::Sgnht { friction: 0.1 },
-        ladder: Ladder::tempered(vec![1.0, 10.0], vec![0.01, 0.01]).unwrap(),
-        scheme: SwapScheme::Adjacent,
-        rule: SwapRule::Metropolis {
-            correction: f64::INFINITY,
-            initial_variance: 0.0,
-            smoothing: Smoothing::Fixed(0.5),
-            cooling: 0,
-        },
-        refresh: None,
-        lr_scale: None,
-    };
+    let config = common::two_rungs(Kernel::Sgnht { friction: 0.1 }, [0.01, 0.01]);
     let err = ReplicaExchange::new(config, ens, 1).err().unwrap();
     assert!(err.to_string().contains("sgnht"), "{err}");
 }

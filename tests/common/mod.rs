@@ -139,3 +139,27 @@ pub fn max_z(mean: &[f64], cov: &Mat, exact: &Mat, n: f64) -> f64 {
     }
     z
 }
+
+/// Two tempered rungs (temperatures 1 and 10, learning rates `lrs`) running `kernel`, the
+/// adjacent pair tried every step by the naive Metropolis test (`F = inf`: exact energies need
+/// no correction).
+pub fn two_rungs(
+    kernel: sgmcmc::samplers::kernel::Kernel,
+    lrs: [f64; 2],
+) -> sgmcmc::samplers::sampler::ReplicaConfig {
+    use sgmcmc::samplers::control::{Ladder, Smoothing, SwapScheme};
+    use sgmcmc::samplers::sampler::{ReplicaConfig, SwapRule};
+    ReplicaConfig {
+        kernel,
+        ladder: Ladder::tempered(vec![1.0, 10.0], lrs.to_vec()).unwrap(),
+        scheme: SwapScheme::Adjacent,
+        rule: SwapRule::Metropolis {
+            correction: f64::INFINITY,
+            initial_variance: 0.0,
+            smoothing: Smoothing::Fixed(0.5),
+            cooling: 0,
+        },
+        refresh: None,
+        lr_scale: None,
+    }
+}

@@ -12,9 +12,7 @@ use rayon::ThreadPoolBuilder;
 use crate::error::AppError;
 
 /// Runs `f` with burn's CPU kernels on `threads` threads (0: rayon's default, one per core).
-/// More than [`crate::limits::MAX_THREADS`] is refused.
 pub fn with_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> Result<T, AppError> {
-    crate::limits::check_threads(threads)?;
     let pool = ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("sgmcmc-compute-{i}"))

@@ -31,8 +31,10 @@ impl Resume {
     /// distributed run's manifest is refused with the command that resumes it, `sgmcmc
     /// COMMAND --resume DIR` on its ranks), over several ranks this rank's part (the manifest
     /// read on rank 0 and broadcast; another number of ranks is refused with the one that
-    /// works). A failure on any rank ends the job.
+    /// works). A failure on any rank ends the job. Rank 0 first takes the run folder `dir`'s
+    /// lock ([`crate::output::lock_run_dir`]): a running run is not continued twice.
     pub fn read(path: &Path, ranks: &Ranks, command: &str, dir: &Path) -> Result<Self, AppError> {
+        ranks.on_leader(|| crate::output::lock_run_dir(dir))?;
         if !ranks.is_distributed() {
             let c = Checkpoint::read(path)
                 .map_err(|e| one_process_error(path, e.into(), command, dir))?;

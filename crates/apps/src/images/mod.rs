@@ -350,7 +350,6 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     };
     if let Some(dir) = &a.resume {
         let ranks = crate::distributed::ranks_of(a.distributed)?;
-        ranks.on_leader(|| crate::output::lock_run_dir(dir))?;
         let (meta, r) = run::read_checkpoint_on(dir, &ranks)?;
         let data = ranks.agree(
             ImagesData::load(&meta.data.dir, &meta.config).and_then(|d| {

@@ -314,7 +314,6 @@ pub fn execute_on(
 /// `sgmcmc mnist --resume DIR [--distributed]`: the recorded data folder and device; the data
 /// must be what the run started on.
 fn resume(ranks: &Ranks, dir: &Path, stop: Stop, quiet: bool) -> Result<(), AppError> {
-    ranks.on_leader(|| crate::output::lock_run_dir(dir))?;
     let (meta, r) = run::read_checkpoint_on(dir, ranks)?;
     let data = ranks.agree(MnistData::load(&meta.data.dir, &meta.config).and_then(|d| {
         meta.data.check(&d.source)?;

@@ -99,7 +99,6 @@ pub fn finish_distributed(
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
     let ranks = crate::distributed::ranks_of(a.distributed)?;
-    ranks.on_leader(|| crate::output::lock_run_dir(dir))?;
     let resume = Resume::read(&path, &ranks, "toy", dir)?;
     let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
     ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;

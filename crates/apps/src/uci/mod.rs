@@ -344,17 +344,9 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     }
     run.chains = a.chains;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
-    // Every setting is checked before any run starts, as a config file's would be.
-    check_config(&UciConfig {
-        dataset: dataset.into(),
-        data_dir: None,
-        seeds: a.seeds,
-        device: a.device,
-        run: run.clone(),
-        checkpoint_every: a.checkpoint_every,
-        save_samples: false,
-        data: None,
-    })?;
+    // Every setting is checked before any run starts, as a config file's would be (the seed
+    // count by `check_counts`).
+    check_run(&run)?;
     Ok(run)
 }
 
@@ -590,17 +582,21 @@ fn read_config(path: &Path) -> Result<UciConfig, AppError> {
     Ok(config)
 }
 
-/// Every value of a configuration, whether it came from flags or from a `config.toml`
-/// (`--config`, `--resume`): one path for both.
+/// Every value of a `config.toml` (`--config`, `--resume`): its seed count and [`check_run`].
 fn check_config(config: &UciConfig) -> Result<(), AppError> {
-    let run = &config.run;
-    let bad = |what: String| Err(AppError::Usage(what));
     if !(1..=100_000).contains(&config.seeds) {
-        return bad(format!(
+        return Err(AppError::Usage(format!(
             "seeds must lie in 1..=100000, got {}",
             config.seeds
-        ));
+        )));
     }
+    check_run(&config.run)
+}
+
+/// Every value of one run's settings, whether they came from flags or from a `config.toml`:
+/// one path for both.
+fn check_run(run: &UciRun) -> Result<(), AppError> {
+    let bad = |what: String| Err(AppError::Usage(what));
     if !(1..=64).contains(&run.chains) {
         return bad(format!("chains must lie in 1..=64, got {}", run.chains));
     }
