@@ -18,7 +18,6 @@ use burn::nn::pool::MaxPool2dConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, activation};
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use sgmcmc::apps::bench::{cnn_workload, cpu_ns};
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::models::conv_gemm::{conv_pool_relu_nhwc, conv2d_nhwc};
 use sgmcmc::models::posterior::Batch;
@@ -26,6 +25,7 @@ use sgmcmc::models::{Cnn, Network, Targets};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_bench::{cnn_workload, cpu_ns};
 use std::time::{Duration, Instant};
 
 /// Wall-clock time, or with `cpu` the on-CPU time of all threads of this process.

@@ -9,7 +9,6 @@
 //! ndarray CNN).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sgmcmc::apps::bench::{cnn_workload, mlp_workload};
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor};
 use sgmcmc::models::mlp::MlpPosterior;
@@ -18,6 +17,7 @@ use sgmcmc::models::{Likelihood, Network, Posterior, Scale, Targets};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_bench::{cnn_workload, mlp_workload};
 use std::time::Duration;
 
 fn kernels() -> [(&'static str, Kernel); 3] {

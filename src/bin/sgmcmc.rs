@@ -2,7 +2,10 @@
 
 fn main() {
     keep_freed_memory();
-    std::process::exit(sgmcmc_apps::run(std::env::args_os()));
+    std::process::exit(sgmcmc_apps::run_with(
+        std::env::args_os(),
+        &[sgmcmc_bench::command()],
+    ));
 }
 
 /// glibc hands large freed blocks back to the kernel (`munmap`, heap trimming), so a training

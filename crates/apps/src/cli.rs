@@ -29,8 +29,6 @@ pub enum Command {
     Demo(DemoArgs),
     /// Run a sampler on an analytic toy target.
     Toy(ToyArgs),
-    /// Measure toy throughput and sampler overhead (SGLD/SGHMC step vs SGD step).
-    Bench(crate::bench::BenchArgs),
     /// Variance-reduced replica exchange on the thesis' data posterior (sec. 3.5.1, Fig. 3.2).
     VrResgld(VrCommand),
     /// UCI regression benchmark (CSGLD paper Table 1): one dataset and sampler, or `--table`.
@@ -165,44 +163,41 @@ pub struct VrCommand {
     pub force: Force,
 }
 
-/// Parses `args` and runs the command.
-pub fn dispatch<I, T>(args: I) -> Result<(), AppError>
+/// A command that another crate adds to `sgmcmc` (the benchmark harness): its clap
+/// definition (name, about, arguments) and what runs it on the parsed arguments.
+pub struct External {
+    /// The subcommand, as clap's builder gives it (`Args::augment_args` of a derived struct).
+    pub command: clap::Command,
+    /// Runs the command on its own matches.
+    pub run: fn(&ArgMatches) -> Result<(), AppError>,
+}
+
+/// Parses `args` as [`Cli`] with the `external` commands beside its own, and runs the command.
+pub fn dispatch<I, T>(args: I, external: &[External]) -> Result<(), AppError>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let parsed = Cli::command()
-        .try_get_matches_from(args)
-        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (m, c)));
-    let (matches, cli) = match parsed {
-        Ok(p) => p,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                print!("{e}");
-                return Ok(());
-            }
-            // `sgmcmc` alone: the help on standard output, and bad usage (exit 2): nothing ran.
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                print!("{e}");
-                return Err(AppError::Usage(
-                    "a command is needed (the list above; `sgmcmc demo` runs the demo)".into(),
-                ));
-            }
-            let first = e.to_string();
-            let line = first
-                .lines()
-                .next()
-                .unwrap_or("bad usage")
-                .trim_start_matches("error: ");
-            return Err(AppError::Usage(format!("{line} (see --help)")));
-        }
+    let command = external
+        .iter()
+        .fold(Cli::command(), |c, e| c.subcommand(e.command.clone()));
+    let matches = match command.try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => return clap_error(e),
+    };
+    if let Some((name, sub)) = matches.subcommand()
+        && let Some(e) = external.iter().find(|e| e.command.get_name() == name)
+    {
+        return (e.run)(sub);
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => return clap_error(e),
     };
     check_exclusive(&matches)?;
     match cli.command {
         Command::Demo(a) => demo::run(&a),
         Command::Toy(a) => run_toy(&a),
-        Command::Bench(a) => crate::bench::run(&a),
         Command::VrResgld(a) => {
             fresh_run_dir(&a.args.out, a.force.force, crate::vr::FILES)?;
             crate::vr::run_cli(&a.args)
@@ -215,6 +210,29 @@ where
         Command::Bandit(a) => crate::bandit::run(&a),
         Command::Predict(a) => crate::predict::run(&a),
     }
+}
+
+/// What a parse error means: the help or version asked for (printed, success), `sgmcmc` alone
+/// (the help, then bad usage: nothing ran), or bad usage in one line.
+fn clap_error(e: clap::Error) -> Result<(), AppError> {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        print!("{e}");
+        return Ok(());
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        print!("{e}");
+        return Err(AppError::Usage(
+            "a command is needed (the list above; `sgmcmc demo` runs the demo)".into(),
+        ));
+    }
+    let first = e.to_string();
+    let line = first
+        .lines()
+        .next()
+        .unwrap_or("bad usage")
+        .trim_start_matches("error: ");
+    Err(AppError::Usage(format!("{line} (see --help)")))
 }
 
 /// The flags `--resume` takes beside it, per command: how to run, never what runs.

@@ -5,10 +5,6 @@
 //! 1 a run that failed (e.g. divergence).
 
 pub mod bandit;
-pub mod bench;
-pub mod bench_distributed;
-pub mod bench_gpu;
-pub mod bench_input;
 pub mod cli;
 pub mod data_cmd;
 pub mod data_record;
@@ -42,6 +38,16 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_with(args, &[])
+}
+
+/// [`run`] with commands defined in other crates beside this crate's (the `sgmcmc` binary adds
+/// the benchmark harness, `sgmcmc-bench`): same parsing, error lines and exit codes.
+pub fn run_with<I, T>(args: I, external: &[cli::External]) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
     std::panic::set_hook(Box::new(|info| {
         let msg = info
             .payload()
@@ -58,7 +64,9 @@ where
             msg.replace('\n', " ")
         );
     }));
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cli::dispatch(args)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cli::dispatch(args, external)
+    }));
     match outcome {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {

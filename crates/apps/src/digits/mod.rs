@@ -24,7 +24,7 @@ use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::overrides::{flags_over, with_config};
 
-pub(crate) use run::predict;
+pub use run::predict;
 pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits};
 
 /// Options of `sgmcmc digits`. The run's settings resolve as defaults < `--config` < flags.

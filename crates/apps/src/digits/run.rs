@@ -203,7 +203,7 @@ impl Set {
 }
 
 /// Softmax predictions `[n, k]` (row-major) of `model` on `x`, forward without autodiff.
-pub(crate) fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> {
+pub fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> {
     let p = activation::softmax(model.valid().forward(x.clone()), 1);
     Ok(p.into_data()
         .try_into_vec::<f32>()

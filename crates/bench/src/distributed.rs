@@ -31,10 +31,10 @@ use sgmcmc_samplers::kernel::{Kernel, StepSize};
 use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
 
-use crate::bench::{BenchArgs, Figure, cnn_workload, cpu_ns};
-use crate::distributed::Ranks;
-use crate::error::AppError;
-use crate::output::{self, RunHeader};
+use crate::{BenchArgs, Figure, cnn_workload, cpu_ns};
+use sgmcmc_apps::AppError;
+use sgmcmc_apps::distributed::Ranks;
+use sgmcmc_apps::output::{self, RunHeader};
 
 /// Wall and CPU seconds of `n` calls of `f`, per call.
 fn per_call(n: u64, mut f: impl FnMut() -> Result<(), AppError>) -> Result<(f64, f64), AppError> {
@@ -132,7 +132,7 @@ fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Re
         let mut s = Sgmcmc::placed(sgld(), ens, placement.clone())?;
         s.step(&batch)?;
         comm.barrier().map_err(comm_err)?;
-        let r = crate::threads::with_threads(1, || {
+        let r = sgmcmc_apps::threads::with_threads(1, || {
             per_call(steps, || s.step(&batch).map(|_| ()).map_err(Into::into))
         })??;
         comm.barrier().map_err(comm_err)?;
@@ -140,7 +140,7 @@ fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Re
         if ranks.rank() == 0 {
             let modules = (0..P).map(|_| cnn.init(&ad)).collect();
             let mut s = Sgmcmc::new(sgld(), ModuleEnsemble::new(post.clone(), modules, 1)?)?;
-            let r = crate::threads::with_threads(ranks.size(), || {
+            let r = sgmcmc_apps::threads::with_threads(ranks.size(), || {
                 s.step(&batch)?;
                 per_call(steps, || s.step(&batch).map(|_| ()).map_err(Into::into))
             })??;
@@ -282,7 +282,7 @@ fn velocity_swap(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<
 
 /// Runs the distributed benchmarks; rank 0 prints and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
-    let ranks = crate::distributed::join()?;
+    let ranks = sgmcmc_apps::distributed::join()?;
     let start = Instant::now();
     if ranks.rank() == 0
         && let Err(e) = output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])
@@ -325,7 +325,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         println!("{:<52} {:>14.2e}", r.name, r.per_second);
     }
     output::run_dir(&a.out)?;
-    let summary = crate::bench::BenchSummary {
+    let summary = crate::BenchSummary {
         header: RunHeader {
             sampler: "deo-sgd,sgld".into(),
             target: "normal,cnn,resnet20".into(),

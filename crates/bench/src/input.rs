@@ -16,12 +16,12 @@ use sgmcmc_engine::{BatchSource, Prefetch};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_samplers::sampler::Sampler;
 
-use crate::bench::{BenchArgs, Figure, Step, paired, rate, resnet_sampler};
-use crate::bench_gpu::warm_up;
-use crate::data_record::DataRecord;
-use crate::error::AppError;
-use crate::images::config::ImagesConfig;
-use crate::images::data::{AugmentedBatches, ImagesData};
+use crate::gpu::warm_up;
+use crate::{BenchArgs, Figure, Step, paired, rate, resnet_sampler};
+use sgmcmc_apps::AppError;
+use sgmcmc_apps::data_record::DataRecord;
+use sgmcmc_apps::images::config::ImagesConfig;
+use sgmcmc_apps::images::data::{AugmentedBatches, ImagesData};
 
 /// `n` random 3x32x32 images of 10 classes (a fixed xorshift stream).
 fn random_images(n: usize) -> Images {
@@ -59,10 +59,7 @@ where
 }
 
 /// Runs the group on `device` (an autodiff device): the figures and the ratios.
-pub(crate) fn measure(
-    a: &BenchArgs,
-    device: &Device,
-) -> Result<(Vec<Figure>, Vec<Figure>), AppError> {
+pub fn measure(a: &BenchArgs, device: &Device) -> Result<(Vec<Figure>, Vec<Figure>), AppError> {
     let b = a.first_batch()?;
     let per_epoch = 16u64;
     let train = random_images(b * per_epoch as usize);

@@ -22,18 +22,18 @@ use sgmcmc_samplers::ensemble::{ModuleEnsemble, NoiseSource};
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
 
-use crate::bench::{Amount, BenchArgs, Figure, Step, mlp_workload, rate, resnet_sampler};
-use crate::error::AppError;
-use crate::images::config::ImagesConfig;
+use crate::{Amount, BenchArgs, Figure, Step, mlp_workload, rate, resnet_sampler};
+use sgmcmc_apps::AppError;
+use sgmcmc_apps::images::config::ImagesConfig;
 
 /// CIFAR-10's training set size: the `N` of the energy's `N / n` scaling.
 const N_CIFAR: usize = 50_000;
 
 /// What the GPU group measured.
 #[derive(Default)]
-pub(crate) struct GpuFigures {
-    pub(crate) figures: Vec<Figure>,
-    pub(crate) memory: Vec<Amount>,
+pub struct GpuFigures {
+    pub figures: Vec<Figure>,
+    pub memory: Vec<Amount>,
 }
 
 /// `batch` 3x32x32 images made on the host (a fixed smooth pattern per image, the same bits on
@@ -90,7 +90,7 @@ fn held_bytes(device: &Device) -> Option<f64> {
 
 /// Four steps of each of `steps` on a GPU device (none on the CPU backends): the first steps
 /// there compile kernels, and autotune picks among them by timing.
-pub(crate) fn warm_up(a: &BenchArgs, steps: &mut [&mut Step<'_>]) -> Result<(), AppError> {
+pub fn warm_up(a: &BenchArgs, steps: &mut [&mut Step<'_>]) -> Result<(), AppError> {
     if a.device.is_gpu() {
         for _ in 0..4 {
             for step in steps.iter_mut() {
@@ -138,7 +138,7 @@ const SEEDED_LR: f64 = 1e-8;
 
 /// The energies of 20 SGHMC steps of ResNet20 from seed 1: weights drawn on flex and moved to
 /// `device`, host noise, host-made images (the same chain on every device up to rounding).
-pub(crate) fn seeded_energies(device: &Device, batch: usize) -> Result<Vec<f64>, AppError> {
+pub fn seeded_energies(device: &Device, batch: usize) -> Result<Vec<f64>, AppError> {
     let cpu = Device::flex().autodiff();
     let config = resnet20()?;
     let net = init::seeded(&cpu, 1, || {
@@ -157,7 +157,7 @@ pub(crate) fn seeded_energies(device: &Device, batch: usize) -> Result<Vec<f64>,
 }
 
 /// Runs the group on `device` (an autodiff device).
-pub(crate) fn measure(a: &BenchArgs, device: &Device) -> Result<GpuFigures, AppError> {
+pub fn measure(a: &BenchArgs, device: &Device) -> Result<GpuFigures, AppError> {
     let mut out = GpuFigures::default();
     let on = &a.device;
     let first = a.first_batch()?;
