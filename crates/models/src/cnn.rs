@@ -150,7 +150,7 @@ mod tests {
 
     use super::*;
 
-    use crate::conv_gemm::tests::rel_err;
+    use sgmcmc_flex::check::rel_err;
 
     /// The channels-last forward equals burn's NCHW reference, logits and every parameter
     /// gradient, up to f32 rounding of reordered sums (relative 1e-4; an O(1) error from a

@@ -236,21 +236,7 @@ pub(crate) mod tests {
     use burn::tensor::{Distribution, activation};
 
     use super::*;
-
-    /// Largest `|a - b|` relative to the largest `|b|` (scale-relative error).
-    pub(crate) fn rel_err<const D: usize>(a: Tensor<D>, b: Tensor<D>) -> f32 {
-        let a: Vec<f32> = a.into_data().convert::<f32>().try_into_vec().unwrap();
-        let b: Vec<f32> = b.into_data().convert::<f32>().try_into_vec().unwrap();
-        assert_eq!(a.len(), b.len());
-        let scale = b
-            .iter()
-            .fold(0f32, |m, v| m.max(v.abs()))
-            .max(f32::MIN_POSITIVE);
-        a.iter()
-            .zip(&b)
-            .fold(0f32, |m, (x, y)| m.max((x - y).abs()))
-            / scale
-    }
+    use sgmcmc_flex::check::rel_err;
 
     /// f32 sums of a few hundred products, summed in a different order: the relative rounding
     /// error is a few hundred ulps (2^-23 ~ 1.2e-7) at most, so 1e-4 has ample margin while a

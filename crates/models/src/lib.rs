@@ -19,9 +19,7 @@
 pub mod classifier;
 pub mod cnn;
 pub mod conv_gemm;
-#[cfg(feature = "flex")]
-mod flex;
-pub mod layers;
+pub use sgmcmc_flex::layers;
 pub mod likelihood;
 pub use likelihood::Targets;
 pub mod metrics;
@@ -34,7 +32,7 @@ pub mod noise;
 pub mod posterior;
 pub mod prior;
 pub mod resnet;
-pub mod staged;
+pub use sgmcmc_flex::staged;
 pub mod wide_resnet;
 
 pub use classifier::{Architecture, ImageClassifier};

@@ -148,10 +148,10 @@ impl Likelihood {
 /// value is exactly `nll` (`out - out0 = 0`) and its gradient the closed form, so the backward
 /// pass is one multiply; burn's `log_softmax` would record six autodiff nodes and recompute the
 /// exponentials going back. On `Autodiff<Flex>` in `f32` it is one tracked operation
-/// ([`crate::flex::categorical`]: one pass over the rows, the value and gradient in `f64`).
+/// ([`sgmcmc_flex::categorical`]: one pass over the rows, the value and gradient in `f64`).
 fn categorical_nll(out: Tensor<2>, y: &Tensor<1, Int>) -> Tensor<1> {
     #[cfg(feature = "flex")]
-    if let Some(nll) = crate::flex::categorical::nll(&out, y) {
+    if let Some(nll) = sgmcmc_flex::categorical::nll(&out, y) {
         return nll;
     }
     let out0 = out.clone().inner();
@@ -170,7 +170,7 @@ fn categorical_nll(out: Tensor<2>, y: &Tensor<1, Int>) -> Tensor<1> {
 ///
 /// The value runs the same operations as burn's autodiff `log_softmax` (max, subtract, exp,
 /// sum, log, subtract), then gather and sum, so it has the same bits as the autodiff path. On
-/// burn-flex in `f32` both run [`crate::flex::categorical`]'s one pass instead (again the same
+/// burn-flex in `f32` both run [`sgmcmc_flex::categorical`]'s one pass instead (again the same
 /// bits on the two paths).
 pub(crate) fn categorical_value_grad(
     out: Tensor<2>,
@@ -178,7 +178,7 @@ pub(crate) fn categorical_value_grad(
     with_grad: bool,
 ) -> (Tensor<1>, Option<Tensor<2>>) {
     #[cfg(feature = "flex")]
-    if let Some(v) = crate::flex::categorical::value_and_grad(&out, y, with_grad) {
+    if let Some(v) = sgmcmc_flex::categorical::value_and_grad(&out, y, with_grad) {
         return v;
     }
     let y = y.clone().inner().unsqueeze_dim::<2>(1);

@@ -9,7 +9,7 @@ use crate::network::Network;
 
 mod closed_form;
 mod dropout;
-pub(crate) mod tanh;
+pub(crate) use sgmcmc_flex::tanh;
 
 pub use closed_form::MlpPosterior;
 pub use dropout::{Dropout, DropoutLayers};

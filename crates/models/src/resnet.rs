@@ -410,8 +410,8 @@ mod tests {
     /// layer (O(1)). Each layer alone matches burn's to 1e-4 (`layers`' tests).
     #[test]
     fn resnet_fast_layers_match_the_reference_path() {
-        use crate::conv_gemm::tests::rel_err;
         use burn::module::{ModuleVisitor, Param};
+        use sgmcmc_flex::check::rel_err;
         #[allow(deprecated)]
         let bases = [Device::flex(), Device::ndarray()];
         for base in bases {

@@ -76,7 +76,7 @@ fn tanh_on_autodiff_has_the_same_value_and_the_derivative_of_its_value() {
 }
 
 /// On burn-flex, [`tanh`] and [`tanh_value`] run as one pass each way
-/// (`crate::flex::tanh`); the values and gradients must be those of the element-wise tensor
+/// (`sgmcmc_flex`'s kernel); the values and gradients must be those of the element-wise tensor
 /// operations to the bit (same `f32` operations, same order), NaN and the clamp included. At
 /// `+-inf` the one-pass form is `+-1` where the on-graph form `t + (x - x0) (1 - t^2)` is NaN
 /// (`inf - inf`), and at `-0` it is `-0` where the on-graph form adds `+0` to it, so those

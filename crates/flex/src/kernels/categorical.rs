@@ -85,7 +85,7 @@ impl Backward<Flex, 1> for CategoricalBackward {
 
 /// The `[1]` tensor `-sum_i log softmax(out_i)[y_i]` for `out` in `f32` on `Autodiff<Flex>`,
 /// as one tracked operation; `None` elsewhere, or for a label outside `0..k`.
-pub(crate) fn nll(out: &Tensor<2>, y: &Tensor<1, Int>) -> Option<Tensor<1>> {
+pub fn nll(out: &Tensor<2>, y: &Tensor<1, Int>) -> Option<Tensor<1>> {
     let p = flex_ad(out)?;
     let [rows, k] = out.dims();
     // The gradient only when it will be asked for (a forward-only pass records nothing).
@@ -105,7 +105,7 @@ pub(crate) fn nll(out: &Tensor<2>, y: &Tensor<1, Int>) -> Option<Tensor<1>> {
 
 /// The value and, if `with_grad`, the gradient for plain (non-autodiff) `f32` flex logits;
 /// `None` elsewhere, or for a label outside `0..k`.
-pub(crate) fn value_and_grad(
+pub fn value_and_grad(
     out: &Tensor<2>,
     y: &Tensor<1, Int>,
     with_grad: bool,

@@ -363,7 +363,7 @@ mod tests {
         let scalar = centred_sums_with(&a, 0.5, &b, -1.25, false);
         let naive: f64 = a.iter().map(|&v| (v - 0.5) as f64).sum();
         assert!((scalar.0 - naive).abs() < 1e-3, "{scalar:?} {naive}");
-        if crate::flex::direct::available() {
+        if crate::kernels::direct::available() {
             assert_eq!(centred_sums_with(&a, 0.5, &b, -1.25, true), scalar);
         }
     }

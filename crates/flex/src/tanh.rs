@@ -1,5 +1,5 @@
 //! The MLPs' `tanh`: a rational approximation on the backend's element-wise operations,
-//! differentiated from its value; on burn-flex one pass each way ([`crate::flex::tanh`]).
+//! differentiated from its value; on burn-flex one pass each way (the `kernels` module's `tanh`).
 
 use burn::tensor::Tensor;
 
@@ -12,18 +12,18 @@ use burn::tensor::Tensor;
 /// `tanh` from the input during the backward pass, and burn-flex's `tanh` is a scalar `tanhf`
 /// call per element: at the 64-100-10 MLP's size the two were half of an SGLD step.
 ///
-/// On burn-flex in `f32` it is one tracked operation instead ([`crate::flex::tanh`]): one
+/// On burn-flex in `f32` it is one tracked operation instead (the `kernels` module's `tanh`): one
 /// pass forward, one backward (`dy (1 - t^2)`), the same values and gradients to the bit.
-pub(crate) fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     #[cfg(feature = "flex")]
-    if let Some(y) = crate::flex::tanh::tanh(&x) {
+    if let Some(y) = crate::kernels::tanh::tanh(&x) {
         return y;
     }
     tanh_by_ops(x)
 }
 
 /// [`tanh`] by the backend's tensor operations (on burn-flex too).
-pub(crate) fn tanh_by_ops<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+pub fn tanh_by_ops<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     let x0 = x.clone().inner();
     let t = tanh_value_by_ops(x0.clone());
     if !x.is_autodiff() {
@@ -34,7 +34,7 @@ pub(crate) fn tanh_by_ops<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 }
 
 /// `1 - t^2`, the derivative of `tanh` at the point where it equals `t`.
-pub(crate) fn tanh_slope<const D: usize>(t: Tensor<D>) -> Tensor<D> {
+pub fn tanh_slope<const D: usize>(t: Tensor<D>) -> Tensor<D> {
     t.powi_scalar(2).neg().add_scalar(1.0)
 }
 
@@ -66,11 +66,11 @@ pub(crate) const TANH_CLAMP: f64 = 7.905_311_107_635_498;
 /// a few `f32` ulps in single precision, relative error of the same order near 0.
 /// About twenty element-wise passes over the tensor: several times faster than burn-flex's
 /// scalar `tanhf` loop, and on any backend; on burn-flex in `f32` one pass
-/// ([`crate::flex::tanh`], the same values to the bit).
-pub(crate) fn tanh_value<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+/// (the `kernels` module's `tanh`, the same values to the bit).
+pub fn tanh_value<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     #[cfg(feature = "flex")]
     if !x.is_autodiff()
-        && let Some(t) = crate::flex::tanh::tanh(&x)
+        && let Some(t) = crate::kernels::tanh::tanh(&x)
     {
         return t;
     }
@@ -78,7 +78,7 @@ pub(crate) fn tanh_value<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 }
 
 /// [`tanh_value`] by the backend's element-wise operations (on burn-flex too).
-pub(crate) fn tanh_value_by_ops<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+pub fn tanh_value_by_ops<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     // clamp_min + clamp_max: burn-flex's `clamp` is a scalar loop, about four times slower.
     let x = x.clamp_min(-TANH_CLAMP).clamp_max(TANH_CLAMP);
     let x2 = x.clone() * x.clone();

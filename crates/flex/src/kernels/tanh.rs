@@ -1,4 +1,4 @@
-//! The MLPs' rational `tanh` ([`crate::mlp::tanh_value`]) on burn-flex as one pass over the
+//! The MLPs' rational `tanh` ([`crate::tanh::tanh_value`]) on burn-flex as one pass over the
 //! tensor instead of about twenty element-wise operations, and on `Autodiff<Flex>` as one tracked
 //! operation whose backward pass is `dx = dy (1 - t^2)` from the saved output `t`.
 //!
@@ -19,7 +19,7 @@ use burn::tensor::Tensor;
 
 use super::uninit::written;
 use super::{dims_of, f32_slice, flex_ad, flex_plain, from_f32, plain, tensor};
-use crate::mlp::tanh::{TANH_CLAMP, TANH_P, TANH_Q};
+use crate::tanh::{TANH_CLAMP, TANH_P, TANH_Q};
 
 /// `tanh_value(x)` for one element: the tensor path's operations, in its order.
 #[inline(always)]

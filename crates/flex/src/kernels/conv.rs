@@ -265,7 +265,7 @@ fn dims4(t: &FlexTensor) -> [usize; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flex::im2col::Geometry;
+    use crate::kernels::im2col::Geometry;
 
     /// Direct definition of the convolution and its gradients (sums over the taps).
     fn naive(g: &Geometry, x: &[f32], w: &[f32], dy: &[f32]) -> [Vec<f32>; 3] {

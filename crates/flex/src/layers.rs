@@ -1,4 +1,4 @@
-//! Layer calls that take the fast flex path when they can (the private `flex` module, feature
+//! Layer calls that take the fast flex path when they can (the private `kernels` module, feature
 //! `flex`): [`conv2d`], [`max_pool2d`], [`batch_norm`] and [`linear`] compute exactly the
 //! function of burn's `Conv2d::forward`, `MaxPool2d::forward`, `BatchNorm::forward` and
 //! `Linear::forward` (same parameters, same running-statistics update), on any device; [`tanh`]
@@ -19,17 +19,17 @@ use burn::tensor::ops::PadMode;
 pub fn linear(layer: &Linear, x: Tensor<2>) -> Tensor<2> {
     #[cfg(feature = "flex")]
     {
-        use crate::flex::{flex_ad, flex_plain, linear as op};
+        use crate::kernels::{flex_ad, flex_plain, linear as op};
         let w = layer.weight.val();
         if let (Some(xp), Some(wp), Some(bias)) =
             (flex_ad(&x), flex_ad(&w), bias_as(layer, flex_ad))
         {
-            return crate::flex::tensor(op::linear(xp, wp, bias));
+            return crate::kernels::tensor(op::linear(xp, wp, bias));
         }
         if let (Some(xp), Some(wp), Some(bias)) =
             (flex_plain(&x), flex_plain(&w), bias_as(layer, flex_plain))
         {
-            return crate::flex::plain(op::linear_plain(&xp, &wp, bias.as_ref()));
+            return crate::kernels::plain(op::linear_plain(&xp, &wp, bias.as_ref()));
         }
     }
     layer.forward(x)
@@ -49,7 +49,7 @@ fn bias_as<P>(layer: &Linear, get: impl Fn(&Tensor<1>) -> Option<P>) -> Option<O
 /// error below `5e-7`), differentiated from its value (`tanh' = 1 - tanh^2`, no recomputation
 /// going back); on burn-flex in `f32` one pass each way.
 pub fn tanh<const D: usize>(x: Tensor<D>) -> Tensor<D> {
-    crate::mlp::tanh(x)
+    crate::tanh::tanh(x)
 }
 
 /// `conv.forward(x)`; on `Autodiff<Flex>` with groups 1, dilation 1 and symmetric padding, as
@@ -66,7 +66,7 @@ pub fn conv2d(conv: &Conv2d, x: Tensor<4>) -> Tensor<4> {
 /// forward only).
 pub fn fast_conv(x: &Tensor<4>) -> bool {
     #[cfg(feature = "flex")]
-    return crate::flex::flex_ad(x).is_some() || crate::flex::flex_plain(x).is_some();
+    return crate::kernels::flex_ad(x).is_some() || crate::kernels::flex_plain(x).is_some();
     #[cfg(not(feature = "flex"))]
     {
         let _ = x;
@@ -93,16 +93,16 @@ fn flex_conv2d(conv: &Conv2d, x: &Tensor<4>) -> Option<Tensor<4>> {
         return None;
     }
     let y: Tensor<4> = match (
-        crate::flex::flex_ad(x),
-        crate::flex::flex_ad(&conv.weight.val()),
+        crate::kernels::flex_ad(x),
+        crate::kernels::flex_ad(&conv.weight.val()),
     ) {
         (Some(xp), Some(wp)) => {
-            crate::flex::tensor(crate::flex::conv::conv2d(xp, wp, conv.stride, padding))
+            crate::kernels::tensor(crate::kernels::conv::conv2d(xp, wp, conv.stride, padding))
         }
         _ => {
-            let xp = crate::flex::flex_plain(x)?;
-            let wp = crate::flex::flex_plain(&conv.weight.val())?;
-            crate::flex::plain(crate::flex::conv::conv2d_plain(
+            let xp = crate::kernels::flex_plain(x)?;
+            let wp = crate::kernels::flex_plain(&conv.weight.val())?;
+            crate::kernels::plain(crate::kernels::conv::conv2d_plain(
                 &xp,
                 &wp,
                 conv.stride,
@@ -129,11 +129,11 @@ pub fn max_pool2d(pool: &MaxPool2d, x: Tensor<4>) -> Tensor<4> {
         && !pool.ceil_mode
         && matches!(pool.padding, PaddingConfig2d::Valid)
     {
-        if let Some(xp) = crate::flex::flex_ad(&x) {
-            return crate::flex::tensor(crate::flex::max_pool::max_pool2x2(xp));
+        if let Some(xp) = crate::kernels::flex_ad(&x) {
+            return crate::kernels::tensor(crate::kernels::max_pool::max_pool2x2(xp));
         }
-        if let Some(xp) = crate::flex::flex_plain(&x) {
-            return crate::flex::plain(crate::flex::max_pool::max_pool2x2_plain(&xp));
+        if let Some(xp) = crate::kernels::flex_plain(&x) {
+            return crate::kernels::plain(crate::kernels::max_pool::max_pool2x2_plain(&xp));
         }
     }
     pool.forward(x)
@@ -148,10 +148,10 @@ pub fn subsample_pad_channels(pool: &AvgPool2d, x: Tensor<4>, pad: [usize; 2]) -
         && pool.stride[0] == pool.stride[1]
         && pool.stride[0] > 0
         && matches!(pool.padding, PaddingConfig2d::Valid)
-        && let Some(xp) = crate::flex::flex_ad(&x)
+        && let Some(xp) = crate::kernels::flex_ad(&x)
     {
-        let y = crate::flex::shortcut::subsample_pad(xp, pool.stride[0], pad);
-        return crate::flex::tensor(y);
+        let y = crate::kernels::shortcut::subsample_pad(xp, pool.stride[0], pad);
+        return crate::kernels::tensor(y);
     }
     pad_channels(pool.forward(x), pad)
 }
@@ -212,15 +212,20 @@ fn flex_batch_norm<const D: usize>(
         return None;
     }
     let residual = match residual {
-        Some(r) if r.dims() == x.dims() => Some(crate::flex::flex_ad(r)?),
+        Some(r) if r.dims() == x.dims() => Some(crate::kernels::flex_ad(r)?),
         Some(_) => return None,
         None => None,
     };
-    let xp = crate::flex::flex_ad(x)?;
-    let gamma = crate::flex::flex_ad(&bn.gamma.val())?;
-    let beta = crate::flex::flex_ad(&bn.beta.val())?;
-    let (y, mean, var) =
-        crate::flex::batch_norm_op::batch_norm_train(xp, (gamma, beta), bn.epsilon, residual, relu);
+    let xp = crate::kernels::flex_ad(x)?;
+    let gamma = crate::kernels::flex_ad(&bn.gamma.val())?;
+    let beta = crate::kernels::flex_ad(&bn.beta.val())?;
+    let (y, mean, var) = crate::kernels::batch_norm_op::batch_norm_train(
+        xp,
+        (gamma, beta),
+        bn.epsilon,
+        residual,
+        relu,
+    );
     let device = x.device();
     let c = mean.len();
     let m = bn.momentum;
@@ -236,7 +241,7 @@ fn flex_batch_norm<const D: usize>(
         .update(running(bn.running_mean.value_sync(), stat(mean)));
     bn.running_var
         .update(running(bn.running_var.value_sync(), stat(var)));
-    Some(crate::flex::tensor(y))
+    Some(crate::kernels::tensor(y))
 }
 
 #[cfg(test)]
@@ -247,7 +252,7 @@ mod tests {
     use burn::tensor::{Device, Distribution};
 
     use super::*;
-    use crate::conv_gemm::tests::rel_err;
+    use crate::check::rel_err;
 
     fn devices() -> Vec<Device> {
         #[allow(deprecated)]

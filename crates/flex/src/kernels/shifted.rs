@@ -353,7 +353,7 @@ pub(crate) fn weight_from_taps(g: &Geometry, taps: &[f32]) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flex::uninit::written;
+    use crate::kernels::uninit::written;
 
     /// Both ways of the forward product and the weight gradient (the AVX-512 kernels, where the
     /// CPU has them, and the tap-by-tap matrix products every CPU can fall back to) against the

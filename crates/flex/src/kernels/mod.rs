@@ -13,7 +13,7 @@
 
 pub(crate) mod batch_norm;
 pub(crate) mod batch_norm_op;
-pub(crate) mod categorical;
+pub mod categorical;
 pub(crate) mod conv;
 mod direct;
 mod gemm;
