@@ -13,6 +13,7 @@ pub mod device;
 pub mod digits;
 pub mod distributed;
 pub mod error;
+pub mod experiment;
 pub mod images;
 pub mod limits;
 pub mod mnist;

@@ -22,10 +22,9 @@ use super::config::ImagesConfig;
 use super::data::ImagesData;
 use super::eval::probabilities;
 use super::run::{ImagesSampler, Stop};
-use super::{FILES, ImagesArgs, config_of, execute_on, out_dir};
-use crate::distributed::with_parts;
+use super::{FILES, Images, ImagesArgs, config_of, out_dir};
 use crate::error::AppError;
-use crate::output::fresh_run_dir;
+use crate::experiment::{Launch, run_distributed};
 use crate::overrides::ConfigFile;
 
 /// One chain's predictions at an evaluation: on the test set, and, if its network joins the
@@ -107,17 +106,17 @@ pub fn placed(
 
 /// Runs the configuration `a` asks for over the ranks of this MPI job.
 pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
-    let ranks = crate::distributed::join()?;
-    let resolved = (|| {
+    let resolve = || {
         let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
         let config = config_of(a, file.as_ref())?;
         let dir = out_dir(a, &config);
-        Ok::<_, AppError>((config, dir))
-    })();
-    let (config, dir) = ranks.agree(resolved)?;
-    ranks.on_leader(|| fresh_run_dir(&dir, a.force.force, &with_parts(FILES)).map(drop))?;
+        Ok((config, dir))
+    };
     let root = crate::output::data_root(a.data_dir.as_deref());
-    let data = ranks.agree(ImagesData::load(&root, &config))?;
-    execute_on(&ranks, &config, &data, &dir, a.device, None, stop, a.quiet)?;
-    Ok(())
+    let launch = Launch {
+        device: a.device,
+        force: a.force.force,
+        quiet: a.quiet,
+    };
+    run_distributed::<Images>(resolve, (&root, FILES), launch, stop)
 }

@@ -28,9 +28,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use burn::tensor::Device;
+
+use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, Resume, with_parts};
+use crate::distributed::{Ranks, with_parts};
 use crate::error::AppError;
+use crate::experiment::{NetExperiment, Session};
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
 use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
@@ -191,6 +195,97 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
     Ok(c)
 }
 
+/// `sgmcmc images` in the experiment skeleton ([`crate::experiment`]).
+pub struct Images;
+
+impl NetExperiment for Images {
+    const COMMAND: &'static str = "images";
+    const NOT_OURS: &'static str = "not an images checkpoint";
+    type Config = ImagesConfig;
+    type Data = ImagesData;
+    type Sampler = run::ImagesSampler;
+    type Record = Record;
+    type Stop = Stop;
+
+    fn sampler_name(config: &ImagesConfig) -> &str {
+        &config.sampler
+    }
+
+    fn chains(config: &ImagesConfig) -> usize {
+        config.chains
+    }
+
+    fn load(root: &Path, config: &ImagesConfig) -> Result<ImagesData, AppError> {
+        ImagesData::load(root, config)
+    }
+
+    fn source(data: &ImagesData) -> &DataRecord {
+        &data.source
+    }
+
+    fn build_on(
+        config: &ImagesConfig,
+        data: &ImagesData,
+        device: &Device,
+        ranks: &Ranks,
+    ) -> Result<run::ImagesSampler, AppError> {
+        run::build_on(config, data, device, ranks)
+    }
+
+    fn train(
+        session: Session<'_, Self>,
+        data: &ImagesData,
+        sampler: &mut run::ImagesSampler,
+        device: &Device,
+    ) -> Result<Record, AppError> {
+        run::train(session, data, sampler, device)
+    }
+
+    fn stopped(config: &ImagesConfig, data: &ImagesData, record: &Record) -> Option<String> {
+        (record.steps_done < run::total_steps(config, data))
+            .then(|| format!("after {} steps", record.steps_done))
+    }
+
+    fn report(
+        config: &ImagesConfig,
+        data: &ImagesData,
+        dir: &Path,
+        device: DeviceChoice,
+        record: &Record,
+        over: &str,
+    ) -> Result<(), AppError> {
+        let s = report::write(dir, config, data, record, &device.to_string())?;
+        println!(
+            "{}{over} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
+             last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
+             Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
+            config.sampler,
+            config.model,
+            config.dataset,
+            s.bma.accuracy,
+            s.bma.nll,
+            s.bma.nll_sum,
+            s.bma.brier_permille,
+            s.bma.ece_percent,
+            s.bma_models,
+            s.last_sample.accuracy,
+            s.last_sample.nll,
+            s.last_sample.ece_percent,
+            s.bpe_accuracy,
+            config.ood,
+            s.bma_ood.mean_entropy,
+            s.last_sample_ood.mean_entropy,
+            s.bma_ood.brier_permille,
+            s.header.steps_per_second,
+            s.header.device,
+            s.train_seconds,
+            s.eval_seconds,
+            dir.display()
+        );
+        Ok(())
+    }
+}
+
 /// Runs `config` into `dir` from scratch, or from `resume`, and writes its outputs when it
 /// reaches the end. Returns the record.
 pub fn execute(
@@ -202,105 +297,7 @@ pub fn execute(
     stop: Stop,
     quiet: bool,
 ) -> Result<Record, AppError> {
-    let resume = resume.map(Resume::whole);
-    let ranks = Ranks::local();
-    execute_on(
-        &ranks,
-        config,
-        data,
-        dir,
-        device_choice,
-        resume,
-        stop,
-        quiet,
-    )
-}
-
-/// [`execute`] on this rank's chains of `ranks`; rank 0 writes the outputs and prints.
-#[allow(clippy::too_many_arguments)]
-pub fn execute_on(
-    ranks: &Ranks,
-    config: &ImagesConfig,
-    data: &ImagesData,
-    dir: &Path,
-    device_choice: DeviceChoice,
-    resume: Option<Resume>,
-    stop: Stop,
-    quiet: bool,
-) -> Result<Record, AppError> {
-    let device = device_choice.tensor_device("images")?.autodiff();
-    let mut sampler = ranks.agree(run::build_on(config, data, &device, ranks))?;
-    let meta = run::ImagesMeta {
-        config: config.clone(),
-        data: data.source.clone(),
-        device: device_choice,
-    };
-    let record = run::train(
-        &meta,
-        data,
-        &mut sampler,
-        resume,
-        dir,
-        &device,
-        stop,
-        !quiet,
-        ranks,
-    )?;
-    ranks.on_leader(|| report_run(ranks, config, data, dir, device_choice, &record))?;
-    Ok(record)
-}
-
-/// Rank 0 of a run: its outputs and summary line when it is finished, else where it continues.
-fn report_run(
-    ranks: &Ranks,
-    config: &ImagesConfig,
-    data: &ImagesData,
-    dir: &Path,
-    device_choice: DeviceChoice,
-    record: &Record,
-) -> Result<(), AppError> {
-    if record.steps_done < run::total_steps(config, data) {
-        let command = crate::distributed::resume_on(ranks, "images", dir);
-        println!(
-            "{}: stopped after {} steps; continue with `{command}`",
-            config.sampler, record.steps_done
-        );
-        return Ok(());
-    }
-    let s = report::write(dir, config, data, record, &device_choice.to_string())?;
-    let over = if ranks.is_distributed() {
-        format!(" over {} ranks", ranks.size())
-    } else {
-        String::new()
-    };
-    println!(
-        "{}{over} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
-         last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
-         Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
-        config.sampler,
-        config.model,
-        config.dataset,
-        s.bma.accuracy,
-        s.bma.nll,
-        s.bma.nll_sum,
-        s.bma.brier_permille,
-        s.bma.ece_percent,
-        s.bma_models,
-        s.last_sample.accuracy,
-        s.last_sample.nll,
-        s.last_sample.ece_percent,
-        s.bpe_accuracy,
-        config.ood,
-        s.bma_ood.mean_entropy,
-        s.last_sample_ood.mean_entropy,
-        s.bma_ood.brier_permille,
-        s.header.steps_per_second,
-        s.header.device,
-        s.train_seconds,
-        s.eval_seconds,
-        dir.display()
-    );
-    Ok(())
+    crate::experiment::execute::<Images>(config, data, dir, device_choice, resume, stop, quiet)
 }
 
 /// The run folder: `--out`, else `runs/images-DATASET-PRESET-SAMPLER`.
@@ -350,16 +347,7 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     };
     if let Some(dir) = &a.resume {
         let ranks = crate::distributed::ranks_of(a.distributed)?;
-        let (meta, r) = run::read_checkpoint_on(dir, &ranks)?;
-        let data = ranks.agree(
-            ImagesData::load(&meta.data.dir, &meta.config).and_then(|d| {
-                meta.data.check(&d.source)?;
-                Ok(d)
-            }),
-        )?;
-        let (config, device) = (&meta.config, meta.device);
-        execute_on(&ranks, config, &data, dir, device, Some(r), stop, a.quiet)?;
-        return Ok(());
+        return crate::experiment::resume::<Images>(&ranks, dir, stop, a.quiet);
     }
     if a.distributed {
         return distributed::run(a, stop);

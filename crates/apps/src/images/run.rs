@@ -17,8 +17,7 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard};
-use sgmcmc_engine::{Checkpoint, Checkpoints, Observer, Prefetch, Progress, Run, RunError, init};
+use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
@@ -27,8 +26,10 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
-use crate::distributed::{Ranks, Resume, join_columns};
+use crate::distributed::{Ranks, join_columns};
 use crate::error::AppError;
+use crate::experiment::{Schedule, Session, drive};
+use crate::images::Images;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
 use crate::images::distributed::{ChainProbs, placed};
@@ -36,9 +37,7 @@ use crate::images::eval::{
     Averages, Metrics, OodMetrics, metrics, ood_metrics, probabilities, reliability, sorted_entropy,
 };
 use crate::images::swag::{draws, trainable_values};
-use crate::output::write_toml;
-use crate::progress;
-use crate::run_meta::{RunMeta, checkpoint_path};
+use crate::run_meta::RunMeta;
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -106,18 +105,7 @@ pub type ImagesMeta = RunMeta<ImagesConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError> {
-    let (meta, r) = read_checkpoint_on(dir, &Ranks::local())?;
-    Ok((meta, r.checkpoint))
-}
-
-/// Reads a run directory's checkpoint for `ranks` (this rank's part of a distributed one,
-/// refused on another number of ranks) and what it records.
-pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(ImagesMeta, Resume), AppError> {
-    let path = checkpoint_path(dir);
-    let what = "not an images checkpoint";
-    Resume::read_meta((&path, dir), ranks, ("images", what), |m: &ImagesMeta| {
-        m.config.chains
-    })
+    crate::experiment::read_checkpoint::<Images>(dir)
 }
 
 /// Steps per epoch.
@@ -421,41 +409,31 @@ impl Observer<ImagesSampler> for Recorder<'_> {
     }
 }
 
-/// Runs (or continues, from `resume`) `meta.config` to the end or `stop` on this rank's chains
-/// of `ranks`, checkpointing into `dir` with `meta` (rank 0 writes the config to its
-/// `config.toml`). Returns the record: on rank 0 of a finished run every chain's energies, on
-/// the other ranks their own.
-#[allow(clippy::too_many_arguments)]
+/// Runs (or continues) `session` to the end or its stop, checkpointing into its folder.
+/// Returns the record: on rank 0 of a finished run every chain's energies, on the other ranks
+/// their own.
 pub fn train(
-    meta: &ImagesMeta,
+    session: Session<'_, Images>,
     data: &ImagesData,
     sampler: &mut ImagesSampler,
-    resume: Option<Resume>,
-    dir: &Path,
     device: &Device,
-    stop: Stop,
-    show_progress: bool,
-    ranks: &Ranks,
 ) -> Result<Record, AppError> {
-    let config = &meta.config;
+    let ranks = session.ranks;
+    let config = &session.meta.config.clone();
     let per_epoch = steps_per_epoch(config, data);
     let total = total_steps(config, data);
-    let swag = (config.sampler == "cycswag")
-        .then(|| -> Result<SwagSetup, AppError> {
-            Ok(SwagSetup {
-                rank: config.swag_rank,
-                every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
-                samples: config.swag_samples,
-                bn_batches: config.bn_batches,
-                cycle: total
-                    .max(config.cycles)
-                    .div_ceil(config.cycles.max(1))
-                    .max(1),
-                seed: config.seed,
-                source: TrainBatcher::new(config, data, device),
-            })
-        })
-        .transpose()?;
+    let swag = (config.sampler == "cycswag").then(|| SwagSetup {
+        rank: config.swag_rank,
+        every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
+        samples: config.swag_samples,
+        bn_batches: config.bn_batches,
+        cycle: total
+            .max(config.cycles)
+            .div_ceil(config.cycles.max(1))
+            .max(1),
+        seed: config.seed,
+        source: TrainBatcher::new(config, data, device),
+    });
     let mut recorder = Recorder {
         data,
         ranks,
@@ -468,40 +446,24 @@ pub fn train(
         record: Record::default(),
         clock: Instant::now(),
     };
-    let pb = progress::bar(total, &config.sampler, show_progress && ranks.is_leader());
-    let mut progress = progress::report(&pb, 500);
-    let meta = sgmcmc_engine::observer::encode(meta)?;
-    let every = if config.checkpoint_every > 0.0 {
-        steps_of(config.checkpoint_every, per_epoch)
-    } else {
-        0
+    let schedule = Schedule {
+        length: Length::Steps(total),
+        total,
+        checkpoint_every: if config.checkpoint_every > 0.0 {
+            steps_of(config.checkpoint_every, per_epoch)
+        } else {
+            0
+        },
+        stop_after: session.stop.after_steps,
+        progress_every: 500,
     };
-    let checkpoints = Checkpoints::new(checkpoint_path(dir), every).with_meta(meta);
-    let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
-    let mut run = Run::steps(total)
-        .keep_when(|_| false)
-        .observe(&mut guard)
-        .observe(&mut recorder)
-        .observe(&mut progress)
-        .checkpoints(ranks.checkpoints(checkpoints));
-    if let Some(after) = stop.after_steps {
-        run = run.stop_after(after);
-    }
-    if let Some(r) = resume {
-        run = r.apply(run);
-    }
-    if ranks.is_leader() {
-        write_toml(&dir.join("config.toml"), config)?;
-    }
-    let layout = sgmcmc_samplers::comm::ChainLayout::even(config.chains, ranks.size())?;
     let batches = AugmentedBatches::new(config, data, device)?;
-    let result = if config.prefetch > 0 {
-        run.run(sampler, &mut Prefetch::new(batches, config.prefetch)?)
+    if config.prefetch > 0 {
+        let mut batches = Prefetch::new(batches, config.prefetch)?;
+        drive(session, schedule, &mut recorder, sampler, &mut batches)?;
     } else {
-        run.run(sampler, &mut { batches })
-    };
-    ranks.settle(result, &layout)?;
-    pb.finish_and_clear();
+        drive(session, schedule, &mut recorder, sampler, &mut { batches })?;
+    }
     let mut record = recorder.record;
     if record.steps_done == total
         && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?

@@ -34,9 +34,13 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use sgmcmc_samplers::control::WeightRule;
 
+use burn::tensor::Device;
+
+use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, Resume, with_parts};
+use crate::distributed::{Ranks, with_parts};
 use crate::error::AppError;
+use crate::experiment::{NetExperiment, Session};
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
@@ -220,76 +224,67 @@ pub fn config_of(
     Ok(c)
 }
 
-/// Runs `config` into `dir` from scratch, or from `resume` (a checkpoint), and writes its outputs
-/// when it reaches the end. Returns the record.
-pub fn execute(
-    config: &MnistConfig,
-    data: &MnistData,
-    dir: &Path,
-    device_choice: DeviceChoice,
-    resume: Option<sgmcmc_engine::Checkpoint>,
-    stop: Stop,
-    quiet: bool,
-) -> Result<Record, AppError> {
-    let resume = resume.map(Resume::whole);
-    let ranks = Ranks::local();
-    execute_on(
-        &ranks,
-        config,
-        data,
-        dir,
-        device_choice,
-        resume,
-        stop,
-        quiet,
-    )
-}
+/// `sgmcmc mnist` in the experiment skeleton ([`crate::experiment`]).
+pub struct Mnist;
 
-/// [`execute`] on this rank's chains of `ranks`; rank 0 writes the outputs and prints.
-#[allow(clippy::too_many_arguments)]
-pub fn execute_on(
-    ranks: &Ranks,
-    config: &MnistConfig,
-    data: &MnistData,
-    dir: &Path,
-    device_choice: DeviceChoice,
-    resume: Option<Resume>,
-    stop: Stop,
-    quiet: bool,
-) -> Result<Record, AppError> {
-    let device = device_choice.tensor_device("mnist")?.autodiff();
-    let mut sampler = ranks.agree(run::build_on(config, data, &device, ranks))?;
-    let meta = run::MnistMeta {
-        config: config.clone(),
-        data: data.source.clone(),
-        device: device_choice,
-    };
-    let record = run::train(
-        &meta,
-        data,
-        &mut sampler,
-        resume,
-        dir,
-        &device,
-        stop,
-        !quiet,
-        ranks,
-    )?;
-    let over = if ranks.is_distributed() {
-        format!(" over {} ranks", ranks.size())
-    } else {
-        String::new()
-    };
-    ranks.on_leader(|| {
-        if record.epochs_done < config.epochs {
-            let command = crate::distributed::resume_on(ranks, "mnist", dir);
-            println!(
-                "{}: stopped after {} of {} epochs; continue with `{command}`",
-                config.sampler, record.epochs_done, config.epochs
-            );
-            return Ok::<_, AppError>(());
-        }
-        let s = report::write(dir, config, data, &record, &device_choice.to_string())?;
+impl NetExperiment for Mnist {
+    const COMMAND: &'static str = "mnist";
+    const NOT_OURS: &'static str =
+        "not an mnist checkpoint with its data record, or one from an older sgmcmc";
+    type Config = MnistConfig;
+    type Data = MnistData;
+    type Sampler = run::MnistSampler;
+    type Record = Record;
+    type Stop = Stop;
+
+    fn sampler_name(config: &MnistConfig) -> &str {
+        &config.sampler
+    }
+
+    fn chains(config: &MnistConfig) -> usize {
+        config.chains
+    }
+
+    fn load(root: &Path, config: &MnistConfig) -> Result<MnistData, AppError> {
+        MnistData::load(root, config)
+    }
+
+    fn source(data: &MnistData) -> &DataRecord {
+        &data.source
+    }
+
+    fn build_on(
+        config: &MnistConfig,
+        data: &MnistData,
+        device: &Device,
+        ranks: &Ranks,
+    ) -> Result<run::MnistSampler, AppError> {
+        run::build_on(config, data, device, ranks)
+    }
+
+    fn train(
+        session: Session<'_, Self>,
+        data: &MnistData,
+        sampler: &mut run::MnistSampler,
+        device: &Device,
+    ) -> Result<Record, AppError> {
+        run::train(session, data, sampler, device)
+    }
+
+    fn stopped(config: &MnistConfig, _: &MnistData, record: &Record) -> Option<String> {
+        (record.epochs_done < config.epochs)
+            .then(|| format!("after {} of {} epochs", record.epochs_done, config.epochs))
+    }
+
+    fn report(
+        config: &MnistConfig,
+        data: &MnistData,
+        dir: &Path,
+        device: DeviceChoice,
+        record: &Record,
+        over: &str,
+    ) -> Result<(), AppError> {
+        let s = report::write(dir, config, data, record, &device.to_string())?;
         println!(
             "{}{over}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
              [{:.4}, {:.4}] over the last half, held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
@@ -307,21 +302,21 @@ pub fn execute_on(
             dir.display()
         );
         Ok(())
-    })?;
-    Ok(record)
+    }
 }
 
-/// `sgmcmc mnist --resume DIR [--distributed]`: the recorded data folder and device; the data
-/// must be what the run started on.
-fn resume(ranks: &Ranks, dir: &Path, stop: Stop, quiet: bool) -> Result<(), AppError> {
-    let (meta, r) = run::read_checkpoint_on(dir, ranks)?;
-    let data = ranks.agree(MnistData::load(&meta.data.dir, &meta.config).and_then(|d| {
-        meta.data.check(&d.source)?;
-        Ok(d)
-    }))?;
-    let (config, device) = (&meta.config, meta.device);
-    execute_on(ranks, config, &data, dir, device, Some(r), stop, quiet)?;
-    Ok(())
+/// Runs `config` into `dir` from scratch, or from `resume` (a checkpoint), and writes its outputs
+/// when it reaches the end. Returns the record.
+pub fn execute(
+    config: &MnistConfig,
+    data: &MnistData,
+    dir: &Path,
+    device_choice: DeviceChoice,
+    resume: Option<sgmcmc_engine::Checkpoint>,
+    stop: Stop,
+    quiet: bool,
+) -> Result<Record, AppError> {
+    crate::experiment::execute::<Mnist>(config, data, dir, device_choice, resume, stop, quiet)
 }
 
 /// `sgmcmc mnist`.
@@ -375,12 +370,8 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         after_epochs: a.stop_after,
     };
     if let Some(dir) = &a.resume {
-        return resume(
-            &crate::distributed::ranks_of(a.distributed)?,
-            dir,
-            stop,
-            a.quiet,
-        );
+        let ranks = crate::distributed::ranks_of(a.distributed)?;
+        return crate::experiment::resume::<Mnist>(&ranks, dir, stop, a.quiet);
     }
     if a.distributed {
         return distributed::run(a, stop);

@@ -22,26 +22,24 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::ImageBatcher;
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
-use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard};
 use sgmcmc_engine::{
-    BatchSource, Checkpoint, Checkpoints, DatasetBatches, Observer, Progress, Run, RunError, init,
+    BatchSource, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
 };
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
-use sgmcmc_samplers::comm::ChainLayout;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
-use crate::distributed::{Ranks, Resume};
+use crate::distributed::Ranks;
 use crate::error::AppError;
+use crate::experiment::{Schedule, Session, drive};
+use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
-use crate::output::write_toml;
-use crate::progress;
-use crate::run_meta::{RunMeta, checkpoint_path};
+use crate::run_meta::RunMeta;
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,18 +95,7 @@ pub type MnistMeta = RunMeta<MnistConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> {
-    let (meta, r) = read_checkpoint_on(dir, &Ranks::local())?;
-    Ok((meta, r.checkpoint))
-}
-
-/// Reads a run directory's checkpoint for `ranks` (this rank's part of a distributed one,
-/// refused on another number of ranks) and what it records.
-pub fn read_checkpoint_on(dir: &Path, ranks: &Ranks) -> Result<(MnistMeta, Resume), AppError> {
-    let what = "not an mnist checkpoint with its data record, or one from an older sgmcmc";
-    let path = checkpoint_path(dir);
-    Resume::read_meta((&path, dir), ranks, ("mnist", what), |m: &MnistMeta| {
-        m.config.chains
-    })
+    crate::experiment::read_checkpoint::<Mnist>(dir)
 }
 
 /// The sampler of a run.
@@ -316,23 +303,17 @@ impl Recorder<'_> {
     }
 }
 
-/// Runs (or continues, from `resume`) `meta.config` to the end or `stop` on this rank's chains
-/// of `ranks`, checkpointing into `dir` with `meta` (rank 0 writes the config to its
-/// `config.toml`). Returns the record: on rank 0 of a finished run every chain's rows, on the
-/// other ranks their own.
-#[allow(clippy::too_many_arguments)]
+/// Runs (or continues) `session` to the end or its stop, checkpointing into its folder.
+/// Returns the record: on rank 0 of a finished run every chain's rows, on the other ranks their
+/// own.
 pub fn train(
-    meta: &MnistMeta,
+    session: Session<'_, Mnist>,
     data: &MnistData,
     sampler: &mut MnistSampler,
-    resume: Option<Resume>,
-    dir: &Path,
     device: &Device,
-    stop: Stop,
-    show_progress: bool,
-    ranks: &Ranks,
 ) -> Result<Record, AppError> {
-    let config = &meta.config;
+    let ranks = session.ranks;
+    let config = &session.meta.config.clone();
     let per_epoch = steps_per_epoch(config, data) as u64;
     let mut recorder = Recorder {
         config,
@@ -344,32 +325,15 @@ pub fn train(
         record: Record::default(),
         clock: Instant::now(),
     };
-    let total = config.epochs as u64 * per_epoch;
-    let pb = progress::bar(total, &config.sampler, show_progress && ranks.is_leader());
-    let mut progress = progress::report(&pb, 1000);
-    let meta = sgmcmc_engine::observer::encode(meta)?;
-    let every = config.checkpoint_every as u64 * per_epoch;
-    let checkpoints = Checkpoints::new(checkpoint_path(dir), every).with_meta(meta);
-    let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
-    let mut run = Run::epochs(config.epochs as u64)
-        .keep_when(|_| false)
-        .observe(&mut guard)
-        .observe(&mut recorder)
-        .observe(&mut progress)
-        .checkpoints(ranks.checkpoints(checkpoints));
-    if let Some(after) = stop.after_epochs {
-        run = run.stop_after(after as u64 * per_epoch);
-    }
-    if let Some(r) = resume {
-        run = r.apply(run);
-    }
-    if ranks.is_leader() {
-        write_toml(&dir.join("config.toml"), config)?;
-    }
-    let layout = ChainLayout::even(config.chains, ranks.size())?;
+    let schedule = Schedule {
+        length: Length::Epochs(config.epochs as u64),
+        total: config.epochs as u64 * per_epoch,
+        checkpoint_every: config.checkpoint_every as u64 * per_epoch,
+        stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
+        progress_every: 1000,
+    };
     let mut batches = batches(config, data, device)?;
-    ranks.settle(run.run(sampler, &mut batches), &layout)?;
-    pb.finish_and_clear();
+    drive(session, schedule, &mut recorder, sampler, &mut batches)?;
     let mut record = recorder.record;
     if record.epochs_done == config.epochs
         && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?

@@ -1,0 +1,311 @@
+//! The skeleton of a network experiment (`mnist`, `images`): what every such command does the
+//! same way, on one process or over the ranks of `mpirun`.
+//!
+//! A command fills in [`NetExperiment`] (its settings, data, sampler, recorder and report); the
+//! skeleton then
+//!
+//! * builds the sampler on every rank ([`execute_on`]), trains it, and has rank 0 report the
+//!   finished run or say how to continue a stopped one;
+//! * continues a checkpointed run from its folder alone ([`resume`]): the settings, data folder
+//!   and device the checkpoint records, the data checked against the digest it records;
+//! * runs the engine loop the same way for every command ([`drive`]): the divergence guard, the
+//!   command's recorder, a progress bar, checkpoints carrying the run's [`RunMeta`], the early
+//!   stop and the resume, `config.toml` written first by rank 0;
+//! * starts a run over the ranks of an MPI job ([`run_distributed`]).
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::Device;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard};
+use sgmcmc_engine::run::Length;
+use sgmcmc_engine::{BatchSource, Checkpoint, Checkpoints, Observer, Run};
+use sgmcmc_samplers::comm::ChainLayout;
+use sgmcmc_samplers::sampler::Sampler;
+
+use crate::data_record::DataRecord;
+use crate::device::DeviceChoice;
+use crate::distributed::{Ranks, Resume, with_parts};
+use crate::error::AppError;
+use crate::output::{fresh_run_dir, write_toml};
+use crate::progress;
+use crate::run_meta::{RunMeta, checkpoint_path};
+
+/// What a network experiment is made of; the skeleton's functions do the rest.
+pub trait NetExperiment: Sized {
+    /// The command (`sgmcmc NAME`), as messages and resume commands name it.
+    const COMMAND: &'static str;
+    /// What a checkpoint of another command (or an older sgmcmc) is called in the error.
+    const NOT_OURS: &'static str;
+    /// The run's settings (its `config.toml`).
+    type Config: Clone + Serialize + DeserializeOwned;
+    /// The data a run reads.
+    type Data;
+    /// The sampler over the run's chains.
+    type Sampler: Sampler;
+    /// What a run records (checkpointed by its recorder).
+    type Record;
+    /// Where a run stops early (tests of resume, `--stop-after`).
+    type Stop: Copy;
+
+    /// The sampler's name in the run's settings.
+    fn sampler_name(config: &Self::Config) -> &str;
+    /// How many chains the settings run.
+    fn chains(config: &Self::Config) -> usize;
+    /// Reads the data the settings ask for under the data folder `root`.
+    fn load(root: &Path, config: &Self::Config) -> Result<Self::Data, AppError>;
+    /// The data folder read and the digest of what was read.
+    fn source(data: &Self::Data) -> &DataRecord;
+    /// The sampler of `config` over this rank's block of the chains laid out over `ranks`, on
+    /// the autodiff `device`.
+    fn build_on(
+        config: &Self::Config,
+        data: &Self::Data,
+        device: &Device,
+        ranks: &Ranks,
+    ) -> Result<Self::Sampler, AppError>;
+    /// Runs (or continues) `session` with `sampler` (through [`drive`]) and returns the record:
+    /// on rank 0 of a finished run every chain's, on the other ranks their own.
+    fn train(
+        session: Session<'_, Self>,
+        data: &Self::Data,
+        sampler: &mut Self::Sampler,
+        device: &Device,
+    ) -> Result<Self::Record, AppError>;
+    /// How far a stopped run got (`after 3 of 10 epochs`), `None` when it is finished.
+    fn stopped(config: &Self::Config, data: &Self::Data, record: &Self::Record) -> Option<String>;
+    /// Rank 0 of a finished run: its files and summary line; `over` is ` over N ranks` for a
+    /// distributed run, else empty.
+    fn report(
+        config: &Self::Config,
+        data: &Self::Data,
+        dir: &Path,
+        device: DeviceChoice,
+        record: &Self::Record,
+        over: &str,
+    ) -> Result<(), AppError>;
+}
+
+/// One run of an experiment on this rank: its settings, where it writes, what it continues.
+pub struct Session<'a, E: NetExperiment> {
+    /// The settings, data record and device (the checkpoints' meta).
+    pub meta: RunMeta<E::Config>,
+    /// The job's ranks ([`Ranks::local`] in one process).
+    pub ranks: &'a Ranks,
+    /// The run folder.
+    pub dir: &'a Path,
+    /// The checkpoint it continues from.
+    pub resume: Option<Resume>,
+    /// Where it stops early.
+    pub stop: E::Stop,
+    /// Whether rank 0 shows a progress bar.
+    pub show_progress: bool,
+}
+
+/// How long [`drive`] runs and how often it checkpoints, in steps.
+pub struct Schedule {
+    /// The run's length (epochs of the batch source, or steps).
+    pub length: Length,
+    /// Its steps (the progress bar's length).
+    pub total: u64,
+    /// Steps between checkpoints (0: none).
+    pub checkpoint_every: u64,
+    /// Stop (with a checkpoint) after this many steps.
+    pub stop_after: Option<u64>,
+    /// Steps between progress-bar updates.
+    pub progress_every: u64,
+}
+
+/// Runs `config` into `dir` in one process, from scratch or from the checkpoint `resume`, and
+/// writes its outputs when it reaches the end. Returns the record.
+pub fn execute<E: NetExperiment>(
+    config: &E::Config,
+    data: &E::Data,
+    dir: &Path,
+    device: DeviceChoice,
+    resume: Option<Checkpoint>,
+    stop: E::Stop,
+    quiet: bool,
+) -> Result<E::Record, AppError> {
+    let ranks = Ranks::local();
+    let session = Session::<E> {
+        meta: RunMeta {
+            config: config.clone(),
+            data: E::source(data).clone(),
+            device,
+        },
+        ranks: &ranks,
+        dir,
+        resume: resume.map(Resume::whole),
+        stop,
+        show_progress: !quiet,
+    };
+    execute_on(session, data)
+}
+
+/// [`execute`] of `session` on this rank's chains; rank 0 writes the outputs and prints.
+pub fn execute_on<E: NetExperiment>(
+    session: Session<'_, E>,
+    data: &E::Data,
+) -> Result<E::Record, AppError> {
+    let (ranks, dir) = (session.ranks, session.dir);
+    let (config, device_choice) = (session.meta.config.clone(), session.meta.device);
+    let device = device_choice.tensor_device(E::COMMAND)?.autodiff();
+    let mut sampler = ranks.agree(E::build_on(&config, data, &device, ranks))?;
+    let record = E::train(session, data, &mut sampler, &device)?;
+    ranks.on_leader(|| {
+        if let Some(done) = E::stopped(&config, data, &record) {
+            let command = crate::distributed::resume_on(ranks, E::COMMAND, dir);
+            println!(
+                "{}: stopped {done}; continue with `{command}`",
+                E::sampler_name(&config)
+            );
+            return Ok(());
+        }
+        let over = if ranks.is_distributed() {
+            format!(" over {} ranks", ranks.size())
+        } else {
+            String::new()
+        };
+        E::report(&config, data, dir, device_choice, &record, &over)
+    })?;
+    Ok(record)
+}
+
+/// Reads a run folder's checkpoint for `ranks` (this rank's part of a distributed one, refused
+/// on another number of ranks) and the settings it records.
+pub fn read_checkpoint_on<E: NetExperiment>(
+    dir: &Path,
+    ranks: &Ranks,
+) -> Result<(RunMeta<E::Config>, Resume), AppError> {
+    let path = checkpoint_path(dir);
+    Resume::read_meta(
+        (&path, dir),
+        ranks,
+        (E::COMMAND, E::NOT_OURS),
+        |m: &RunMeta<E::Config>| E::chains(&m.config),
+    )
+}
+
+/// A one-process run folder's checkpoint and the settings it records.
+pub fn read_checkpoint<E: NetExperiment>(
+    dir: &Path,
+) -> Result<(RunMeta<E::Config>, Checkpoint), AppError> {
+    let (meta, r) = read_checkpoint_on::<E>(dir, &Ranks::local())?;
+    Ok((meta, r.checkpoint))
+}
+
+/// `sgmcmc COMMAND --resume DIR [--distributed]`: the recorded settings, data folder and
+/// device; the data must be what the run started on.
+pub fn resume<E: NetExperiment>(
+    ranks: &Ranks,
+    dir: &Path,
+    stop: E::Stop,
+    quiet: bool,
+) -> Result<(), AppError> {
+    let (meta, r) = read_checkpoint_on::<E>(dir, ranks)?;
+    let data = ranks.agree(E::load(&meta.data.dir, &meta.config).and_then(|d| {
+        meta.data.check(E::source(&d))?;
+        Ok(d)
+    }))?;
+    let session = Session::<E> {
+        meta,
+        ranks,
+        dir,
+        resume: Some(r),
+        stop,
+        show_progress: !quiet,
+    };
+    execute_on(session, &data)?;
+    Ok(())
+}
+
+/// Flags of a fresh run that are not its settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Launch {
+    /// The device.
+    pub device: DeviceChoice,
+    /// Whether an earlier run in the folder is replaced.
+    pub force: bool,
+    /// No progress bars.
+    pub quiet: bool,
+}
+
+/// One run over the ranks of this MPI job: every rank resolves the same settings and folder
+/// (`resolve`) and loads the same data from `root`; rank 0 prepares the folder (`files`, and the
+/// checkpoint parts) and writes the outputs.
+pub fn run_distributed<E: NetExperiment>(
+    resolve: impl FnOnce() -> Result<(E::Config, PathBuf), AppError>,
+    (root, files): (&Path, &[&'static str]),
+    launch: Launch,
+    stop: E::Stop,
+) -> Result<(), AppError> {
+    let ranks = crate::distributed::join()?;
+    let (config, dir) = ranks.agree(resolve())?;
+    ranks.on_leader(|| fresh_run_dir(&dir, launch.force, &with_parts(files)).map(drop))?;
+    let data = ranks.agree(E::load(root, &config))?;
+    let session = Session::<E> {
+        meta: RunMeta {
+            config,
+            data: E::source(&data).clone(),
+            device: launch.device,
+        },
+        ranks: &ranks,
+        dir: &dir,
+        resume: None,
+        stop,
+        show_progress: !launch.quiet,
+    };
+    execute_on(session, &data)?;
+    Ok(())
+}
+
+/// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
+/// command's `recorder`, a progress bar, checkpoints carrying the session's meta, the early stop
+/// and the resume; rank 0 writes the settings to `config.toml` before the first step. A
+/// divergence is reported by the rank that steps the chain ([`Ranks::settle`]).
+pub fn drive<E, B>(
+    session: Session<'_, E>,
+    schedule: Schedule,
+    recorder: &mut dyn Observer<E::Sampler>,
+    sampler: &mut E::Sampler,
+    batches: &mut B,
+) -> Result<(), AppError>
+where
+    E: NetExperiment,
+    B: BatchSource<Batch = <E::Sampler as Sampler>::Batch>,
+{
+    let (ranks, config) = (session.ranks, &session.meta.config);
+    let name = E::sampler_name(config);
+    let pb = progress::bar(
+        schedule.total,
+        name,
+        session.show_progress && ranks.is_leader(),
+    );
+    let mut progress = progress::report(&pb, schedule.progress_every);
+    let meta = sgmcmc_engine::observer::encode(&session.meta)?;
+    let checkpoints =
+        Checkpoints::new(checkpoint_path(session.dir), schedule.checkpoint_every).with_meta(meta);
+    let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
+    // The recorder keeps the networks it scores; the engine keeps none.
+    let mut run = Run::new(schedule.length)
+        .keep_when(|_| false)
+        .observe(&mut guard)
+        .observe(recorder)
+        .observe(&mut progress)
+        .checkpoints(ranks.checkpoints(checkpoints));
+    if let Some(after) = schedule.stop_after {
+        run = run.stop_after(after);
+    }
+    if let Some(r) = session.resume {
+        run = r.apply(run);
+    }
+    if ranks.is_leader() {
+        write_toml(&session.dir.join("config.toml"), config)?;
+    }
+    let layout = ChainLayout::even(E::chains(config), ranks.size())?;
+    ranks.settle(run.run(sampler, batches), &layout)?;
+    pb.finish_and_clear();
+    Ok(())
+}
