@@ -75,6 +75,111 @@ pub fn entropy(probs: &[f64], k: usize) -> Vec<f64> {
         .collect()
 }
 
+/// One confidence bin of a reliability diagram: the mean top-class probability of the rows
+/// whose confidence falls in it, their accuracy, and how many they are.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReliabilityBin {
+    /// Mean confidence (top-class probability) of the bin's rows.
+    pub confidence: f64,
+    /// Fraction of the bin's rows whose top class is the label.
+    pub accuracy: f64,
+    /// Rows in the bin.
+    pub count: usize,
+}
+
+/// The reliability diagram of `bins` equal-width confidence bins (bin `b` holds confidences in
+/// `[b / bins, (b + 1) / bins)`, the last one including 1), empty bins left out. [`ece`] is
+/// `sum_b (count_b / n) |accuracy_b - confidence_b|` over these bins.
+pub fn reliability(probs: &[f64], k: usize, labels: &[usize], bins: usize) -> Vec<ReliabilityBin> {
+    let bins = bins.max(1);
+    let mut acc = vec![(0.0, 0.0, 0usize); bins];
+    for (i, y) in labels.iter().enumerate() {
+        let row = &probs[i * k..(i + 1) * k];
+        let c = argmax(row);
+        let b = ((row[c] * bins as f64) as usize).min(bins - 1);
+        acc[b].0 += row[c];
+        acc[b].1 += f64::from(u8::from(c == *y));
+        acc[b].2 += 1;
+    }
+    acc.into_iter()
+        .filter(|b| b.2 > 0)
+        .map(|(conf, hits, n)| ReliabilityBin {
+            confidence: conf / n as f64,
+            accuracy: hits / n as f64,
+            count: n,
+        })
+        .collect()
+}
+
+/// The epistemic part of the predictive uncertainty per row: the mutual information
+/// `I = H[sum_s w_s p_s] - sum_s w_s H[p_s]` between the label and the model, from the
+/// averaged probabilities `mean` (`[n, k]`) and the averaged per-model entropies
+/// `mean_entropy` (`[n]`); floored at 0 against rounding (it is non-negative by Jensen).
+pub fn mutual_information(mean: &[f64], k: usize, mean_entropy: &[f64]) -> Vec<f64> {
+    entropy(mean, k)
+        .into_iter()
+        .zip(mean_entropy)
+        .map(|(total, expected)| (total - expected).max(0.0))
+        .collect()
+}
+
+/// Area under the ROC curve of telling `positives` from `negatives` by their scores (higher
+/// means positive): `P(s+ > s-) + P(s+ = s-) / 2` over all pairs, the Mann-Whitney statistic;
+/// `NaN` when either set is empty. For out-of-distribution detection the scores are the
+/// predictive entropies and the out-of-distribution inputs are the positives.
+pub fn auroc(negatives: &[f64], positives: &[f64]) -> f64 {
+    if negatives.is_empty() || positives.is_empty() {
+        return f64::NAN;
+    }
+    let mut all: Vec<(f64, bool)> = negatives
+        .iter()
+        .map(|&s| (s, false))
+        .chain(positives.iter().map(|&s| (s, true)))
+        .collect();
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Ranks from 1, tied scores sharing their mean rank.
+    let mut rank_sum = 0.0;
+    let mut i = 0;
+    while i < all.len() {
+        let j = all[i..].iter().take_while(|x| x.0 == all[i].0).count() + i;
+        let mean_rank = (i + 1 + j) as f64 / 2.0;
+        rank_sum += mean_rank * all[i..j].iter().filter(|x| x.1).count() as f64;
+        i = j;
+    }
+    let (np, nn) = (positives.len() as f64, negatives.len() as f64);
+    (rank_sum - np * (np + 1.0) / 2.0) / (np * nn)
+}
+
+/// Average precision of telling `positives` from `negatives` by their scores (higher means
+/// positive), the area under the precision-recall curve as scikit-learn's
+/// `average_precision_score` computes it: `sum_t (R_t - R_{t-1}) P_t` over the distinct scores
+/// `t` from the highest down, with precision `P_t` and recall `R_t` of calling every score
+/// `>= t` positive; `NaN` without positives.
+pub fn average_precision(negatives: &[f64], positives: &[f64]) -> f64 {
+    if positives.is_empty() {
+        return f64::NAN;
+    }
+    let mut all: Vec<(f64, bool)> = negatives
+        .iter()
+        .map(|&s| (s, false))
+        .chain(positives.iter().map(|&s| (s, true)))
+        .collect();
+    all.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let (mut tp, mut fp, mut ap, mut recall) = (0.0, 0.0, 0.0, 0.0);
+    let mut i = 0;
+    while i < all.len() {
+        let j = all[i..].iter().take_while(|x| x.0 == all[i].0).count() + i;
+        let hits = all[i..j].iter().filter(|x| x.1).count() as f64;
+        tp += hits;
+        fp += (j - i) as f64 - hits;
+        let r = tp / positives.len() as f64;
+        ap += (r - recall) * tp / (tp + fp);
+        recall = r;
+        i = j;
+    }
+    ap
+}
+
 /// Root mean squared error.
 pub fn rmse(pred: &[f64], y: &[f64]) -> f64 {
     (pred
@@ -128,6 +233,58 @@ mod tests {
         assert!((rmse(&[1.0, 3.0], &[0.0, 3.0]) - 0.5f64.sqrt()).abs() < 1e-12);
         let g = gaussian_nll(&[0.0], &[1.0], &[0.0]);
         assert!((g - 0.5 * (2.0 * std::f64::consts::PI).ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn reliability_bins_match_hand_values_and_give_the_ece() {
+        // Confidences 0.7 (right), 0.6 (wrong), 0.65 (right), 1.0 (right), 10 bins.
+        let p = [0.7, 0.3, 0.4, 0.6, 0.65, 0.35, 1.0, 0.0];
+        let y = [0, 0, 0, 0];
+        let r = reliability(&p, 2, &y, 10);
+        let bin = |confidence, accuracy, count| ReliabilityBin {
+            confidence,
+            accuracy,
+            count,
+        };
+        assert_eq!(r.len(), 3);
+        assert!((r[0].confidence - 0.625).abs() < 1e-12 && r[0].accuracy == 0.5);
+        assert_eq!(
+            (r[0].count, r[1], r[2]),
+            (2, bin(0.7, 1.0, 1), bin(1.0, 1.0, 1))
+        );
+        let from_bins: f64 = r
+            .iter()
+            .map(|b| b.count as f64 / 4.0 * (b.accuracy - b.confidence).abs())
+            .sum();
+        assert!((ece(&p, 2, &y, 10) - from_bins).abs() < 1e-15);
+    }
+
+    #[test]
+    fn mutual_information_is_total_minus_expected_entropy() {
+        // Two confident models that disagree: the average is uniform (entropy ln 2), each
+        // model's entropy is that of (0.9, 0.1); the difference is the epistemic part.
+        let h = entropy(&[0.9, 0.1], 2)[0];
+        let mi = mutual_information(&[0.5, 0.5], 2, &[h]);
+        let want = 2f64.ln() + 0.9 * 0.9f64.ln() + 0.1 * 0.1f64.ln();
+        assert!((mi[0] - want).abs() < 1e-15, "{mi:?} vs {want}");
+        // Models that agree carry no epistemic uncertainty.
+        assert_eq!(mutual_information(&[0.9, 0.1], 2, &[h]), vec![0.0]);
+    }
+
+    #[test]
+    fn auroc_and_average_precision_match_hand_values() {
+        // Separable: every positive above every negative.
+        assert_eq!(auroc(&[0.1, 0.2], &[0.3, 0.4]), 1.0);
+        assert_eq!(average_precision(&[0.1, 0.2], &[0.3, 0.4]), 1.0);
+        // Reversed.
+        assert_eq!(auroc(&[0.3, 0.4], &[0.1, 0.2]), 0.0);
+        // Pairs (pos, neg): (0.35 vs 0.1, 0.4, 0.35) -> 1 + 0 + 1/2; (0.8 vs all) -> 3.
+        let (neg, pos) = ([0.1, 0.4, 0.35], [0.35, 0.8]);
+        assert!((auroc(&neg, &pos) - 4.5 / 6.0).abs() < 1e-15);
+        // Thresholds from the top: 0.8 (tp 1, fp 0: R 1/2, P 1); 0.4 (R 1/2, P 1/2: adds 0);
+        // 0.35 (tp 2, fp 2: R 1, P 1/2): AP = 1/2 * 1 + 1/2 * 1/2 = 0.75.
+        assert!((average_precision(&neg, &pos) - 0.75).abs() < 1e-15);
+        assert!(auroc(&[], &pos).is_nan() && average_precision(&neg, &[]).is_nan());
     }
 
     #[test]

@@ -6,11 +6,13 @@
 //! | [`DivergenceGuard`] | stops the run when an energy or multiplier leaves its range | - |
 //! | [`MetricsCsv`] | writes per-step energies, step sizes, weights and rungs to a CSV file | file length |
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
+//! | [`ClassifierAverage`] | the model average of class probabilities: accuracy, NLL, Brier, ECE, reliability, entropy, mutual information, OOD AUROC / AUPR | the averages |
 //! | [`SampleSaver`] | saves kept models as burn records with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat | the draws |
 //! | [`OnStep`], [`OnSample`] | closures | - |
 
 mod average;
+mod classifier;
 mod closure;
 mod guard;
 mod metrics;
@@ -19,6 +21,7 @@ mod samples;
 mod trace;
 
 pub use average::ModelAverage;
+pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodDetection};
 pub use closure::{OnSample, OnStep};
 pub use guard::{BLOW_UP, DivergenceGuard};
 pub use metrics::MetricsCsv;
