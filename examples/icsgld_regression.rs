@@ -1,7 +1,8 @@
 //! The same network sampled by ICSGLD with 4 interacting chains: an SGLD pilot run sets the
 //! energy partition, the chains share theta, the model average is importance-weighted, the
 //! kept networks are saved for `predict_saved` to load, and a trace of the energy and of one
-//! prediction gives the run's R-hat, ESS and the Pareto k-hat of its weights.
+//! prediction gives the run's R-hat, ESS and the Pareto k-hat of its weights, and is written
+//! as a Zarr store that ArviZ opens.
 //!
 //! `cargo run --release --example icsgld_regression` (writes `target/icsgld-regression/`).
 
@@ -88,8 +89,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "Pareto k-hat of the importance weights: {:.2} (above 0.7 the average rests on a few models)",
         t.pareto_k_hat.unwrap_or(f64::NAN)
     );
+    // For ArviZ: `az.from_zarr("target/icsgld-regression/trace.zarr")`
+    // (`scripts/arviz_trace.py` prints its `az.summary`).
+    trace.write_zarr(std::path::Path::new("target/icsgld-regression/trace.zarr"))?;
     println!(
-        "saved {} networks to {}",
+        "saved {} networks to {}; the trace to target/icsgld-regression/trace.zarr",
         saver.rows().len(),
         saver.dir().display()
     );

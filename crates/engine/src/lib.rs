@@ -39,6 +39,7 @@ pub mod ranks;
 pub mod run;
 pub mod tensors;
 pub mod tuning;
+pub mod zarr;
 
 pub use batches::{BatchSource, DatasetBatches, Repeat};
 pub use checkpoint::{Checkpoint, Checkpoints};

@@ -30,6 +30,26 @@ fn sampler(name: &str, chains: usize, steps: u64) -> AnySampler<HostEnsemble> {
     .unwrap()
 }
 
+/// CSGLD with 2 chains on the same target: 40 bins of 0.25 from 0.9, lr 0.05.
+fn csgld(steps: u64) -> AnySampler<HostEnsemble> {
+    let mut s = SamplerSettings {
+        lr: 0.05,
+        ..SamplerSettings::named("csgld")
+    };
+    s.contour.u_min = Some(0.9);
+    s.contour.du = 0.25;
+    s.contour.bins = 40;
+    let target = by_name("normal")
+        .unwrap()
+        .with_noise(NoiseModel::EXACT)
+        .unwrap();
+    let ens = HostEnsemble::new(target, &[vec![-1.0], vec![1.0]], 4).unwrap();
+    s.spec(&BuildContext::steps(steps).chains(2))
+        .unwrap()
+        .build(ens, 4)
+        .unwrap()
+}
+
 fn position(kept: &Kept<HostPoints>, c: usize) -> Result<Vec<f64>, String> {
     Ok(vec![kept.points.chain(kept.index(c))[0]])
 }
@@ -91,24 +111,7 @@ fn a_contour_trace_reports_the_weights_k_hat_and_resumes_exactly() {
     std::fs::create_dir_all(&dir).unwrap();
     let path: PathBuf = dir.join("checkpoint.cbor");
     let steps = 6000;
-    let contour = || {
-        let mut s = SamplerSettings {
-            lr: 0.05,
-            ..SamplerSettings::named("csgld")
-        };
-        s.contour.u_min = Some(0.9);
-        s.contour.du = 0.25;
-        s.contour.bins = 40;
-        let target = by_name("normal")
-            .unwrap()
-            .with_noise(NoiseModel::EXACT)
-            .unwrap();
-        let ens = HostEnsemble::new(target, &[vec![-1.0], vec![1.0]], 4).unwrap();
-        s.spec(&BuildContext::steps(steps).chains(2))
-            .unwrap()
-            .build(ens, 4)
-            .unwrap()
-    };
+    let contour = || csgld(steps);
     let run = |stop: Option<u64>, resume: Option<Checkpoint>| {
         let mut s = contour();
         let mut trace = Trace::new(&["x"], position);
@@ -157,4 +160,94 @@ fn replica_exchange_traces_its_rung_0_as_one_chain_and_names_must_match_on_resum
     let mut other = Trace::new(&["y"], position);
     let err = <Trace<_> as Observer<AnySampler<HostEnsemble>>>::restore(&mut other, &state);
     assert!(err.unwrap_err().to_string().contains("functionals"));
+}
+
+/// The `(chain, draw)` values of an `<f8` / `<i8` Zarr array written by `write_zarr`, after
+/// checking its metadata.
+fn zarr_values(store: &std::path::Path, array: &str, dtype: &str, shape: [usize; 2]) -> Vec<f64> {
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join(array).join(".zarray")).unwrap()).unwrap();
+    assert_eq!(meta["dtype"], dtype, "{array}");
+    assert_eq!(meta["shape"], serde_json::json!(shape), "{array}");
+    assert_eq!(meta["chunks"], meta["shape"], "{array}");
+    assert!(meta["compressor"].is_null() && meta["fill_value"].is_null());
+    let dims: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join(array).join(".zattrs")).unwrap()).unwrap();
+    assert_eq!(
+        dims["_ARRAY_DIMENSIONS"],
+        serde_json::json!(["chain", "draw"])
+    );
+    let bytes = std::fs::read(store.join(array).join("0.0")).unwrap();
+    bytes
+        .chunks_exact(8)
+        .map(|b| {
+            let b: [u8; 8] = b.try_into().unwrap();
+            if dtype == "<i8" {
+                i64::from_le_bytes(b) as f64
+            } else {
+                f64::from_le_bytes(b)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_trace_written_as_zarr_holds_its_draws_in_arviz_groups() {
+    let steps = 2000;
+    let mut s = csgld(steps);
+    let mut trace = Trace::new(&["x"], position);
+    Run::steps(steps)
+        .burn_in(1000)
+        .thin(10)
+        .observe(&mut trace)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("sgmcmc-trace-zarr-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("trace.zarr");
+    // Written twice: the second store replaces the first.
+    trace.write_zarr(&store).unwrap();
+    trace.write_zarr(&store).unwrap();
+    let (c, d) = (2, 100);
+    let flat = |q: &str| trace.draws(q).unwrap().concat();
+    let x = zarr_values(&store, "posterior/x", "<f8", [c, d]);
+    assert_eq!(x, flat("x"));
+    let lp = zarr_values(&store, "sample_stats/lp", "<f8", [c, d]);
+    let minus_u: Vec<f64> = flat("energy").iter().map(|u| -u).collect();
+    assert_eq!(lp, minus_u);
+    let w = zarr_values(&store, "sample_stats/log_weight", "<f8", [c, d]);
+    assert_eq!(w, flat("log_weight"));
+    assert!(w.windows(2).any(|p| p[0] != p[1]), "csgld's weights vary");
+    let steps_of = zarr_values(&store, "sample_stats/step", "<i8", [c, d]);
+    assert_eq!(steps_of[..2], [1000.0, 1010.0]);
+    // Every metadata document, consolidated at the root as xarray reads it first.
+    let consolidated: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(store.join(".zmetadata")).unwrap()).unwrap();
+    let meta = &consolidated["metadata"];
+    for key in [
+        ".zgroup",
+        "posterior/.zgroup",
+        "posterior/chain/.zarray",
+        "sample_stats/lp/.zattrs",
+    ] {
+        assert!(meta.get(key).is_some(), "{key}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("trace.zarr")]);
+    // Names that cannot be variables, and an empty trace, are refused.
+    let mut bad = Trace::new(&["chain"], position);
+    let e = bad.write_zarr(&store).unwrap_err().to_string();
+    assert!(e.contains("without draws"), "{e}");
+    let mut s = sampler("sgld", 1, 20);
+    Run::steps(20)
+        .observe(&mut bad)
+        .run(&mut s, &mut Repeat(()))
+        .unwrap();
+    let e = bad.write_zarr(&store).unwrap_err().to_string();
+    assert!(e.contains("`chain`"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

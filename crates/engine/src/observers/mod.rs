@@ -8,7 +8,7 @@
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
 //! | [`ClassifierAverage`] | the model average of class probabilities: accuracy, NLL, Brier, ECE, reliability, entropy, mutual information, OOD AUROC / AUPR | the averages |
 //! | [`SampleSaver`] | saves kept models as burn records with their log weights | index length |
-//! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat | the draws |
+//! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |
 //! | [`OnStep`], [`OnSample`] | closures | - |
 
 mod average;
@@ -19,6 +19,7 @@ mod metrics;
 mod progress;
 mod samples;
 mod trace;
+mod trace_zarr;
 
 pub use average::ModelAverage;
 pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodDetection};

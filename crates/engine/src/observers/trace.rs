@@ -46,12 +46,12 @@ use crate::ranks::Ranks;
 /// ```
 pub struct Trace<F> {
     functionals: F,
-    state: TraceState,
+    pub(super) state: TraceState,
 }
 
 /// The draws of one chain.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-struct ChainTrace {
+pub(super) struct ChainTrace {
     step: Vec<u64>,
     energy: Vec<f64>,
     log_weight: Vec<f64>,
@@ -96,11 +96,11 @@ impl ChainTrace {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-struct TraceState {
+pub(super) struct TraceState {
     /// The functionals' names.
-    names: Vec<String>,
+    pub(super) names: Vec<String>,
     /// By target chain: the global chain index, or for replica exchange the rung (0).
-    chains: BTreeMap<usize, ChainTrace>,
+    pub(super) chains: BTreeMap<usize, ChainTrace>,
 }
 
 /// The draws of some chains of a [`Trace`], to send to another rank ([`Trace::part`],
@@ -233,7 +233,7 @@ impl<F> Trace<F> {
         self.state.chains.values().map(|c| c.step.clone()).collect()
     }
 
-    fn draws_per_chain(&self) -> usize {
+    pub(super) fn draws_per_chain(&self) -> usize {
         self.state
             .chains
             .values()
