@@ -1,7 +1,7 @@
 //! Your own classifier, end to end: a small CNN written as an ordinary burn module, sampled by
 //! SGHMC and by cyclical SGHMC with 2 chains each on the handwritten digits, the Bayesian model
 //! average scored against the last sample (accuracy, NLL, Brier, ECE, entropy, mutual
-//! information), the kept networks saved, loaded back and used to predict.
+//! information), the kept networks saved as safetensors files, loaded back and used to predict.
 //!
 //! `cargo run --release --example classifier` (writes `target/classifier/`). The digits come
 //! from `$SGMCMC_DATA_DIR/digits` (else `../shared/datasets/digits`); without them the example
@@ -15,7 +15,8 @@ use sgmcmc::burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use sgmcmc::burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use sgmcmc::burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use sgmcmc::data::digits::{Digits, write_synthetic};
-use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, SampleSaver};
+use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, SampleFormat, SampleSaver};
+use sgmcmc::engine::safetensors::Parameters;
 use sgmcmc::engine::{BatchSource, Run, SavedPosterior, Shuffle, TensorBatches, init};
 use sgmcmc::models::layers::{conv2d, linear, max_pool2d};
 use sgmcmc::models::{ModelPosterior, nll_fn};
@@ -142,7 +143,8 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
         let dir = Path::new("target/classifier").join(sampler);
         // A reused folder would keep an earlier run's samples beside this one's.
         let _ = std::fs::remove_dir_all(&dir);
-        let mut saver = SampleSaver::new(&dir);
+        // safetensors files: numpy and PyTorch read them too (`scripts/read_safetensors.py`).
+        let mut saver = SampleSaver::new(&dir).format(SampleFormat::Safetensors(Parameters::All));
         Run::epochs(epochs)
             .burn_in(steps / 2)
             .thin(25)

@@ -37,6 +37,7 @@ pub mod posterior;
 pub mod prefetch;
 pub mod ranks;
 pub mod run;
+pub mod safetensors;
 pub mod tensors;
 pub mod tuning;
 pub mod zarr;

@@ -98,13 +98,23 @@ impl SavedPosterior {
     }
 
     /// Sample `i` loaded into a copy of `template` (a module of the same structure, on the
-    /// device to predict on).
+    /// device to predict on): a burn record, or a safetensors file (whose parameters replace
+    /// the template's by path; those it does not hold keep the template's values).
     pub fn load<M: Module>(&self, i: usize, template: &M) -> Result<M, RunError> {
         let row = self
             .rows
             .get(i)
             .ok_or_else(|| RunError::Setting(format!("no sample {i}")))?;
         let path = self.dir.join(&row.file);
+        if path.extension().is_some_and(|e| e == "safetensors") {
+            let (tensors, _) = crate::safetensors::read(&path)?;
+            return crate::safetensors::load_into(template, &tensors).map_err(|e| {
+                RunError::Malformed {
+                    path: path.clone(),
+                    reason: e.to_string(),
+                }
+            });
+        }
         let bytes = std::fs::read(&path).map_err(|e| RunError::io("cannot read", &path, e))?;
         let malformed = |e: String| RunError::Malformed {
             path: path.clone(),

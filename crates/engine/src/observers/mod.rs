@@ -7,7 +7,7 @@
 //! | [`MetricsCsv`] | writes per-step energies, step sizes, weights and rungs to a CSV file | file length |
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
 //! | [`ClassifierAverage`] | the model average of class probabilities: accuracy, NLL, Brier, ECE, reliability, entropy, mutual information, OOD AUROC / AUPR | the averages |
-//! | [`SampleSaver`] | saves kept models as burn records with their log weights | index length |
+//! | [`SampleSaver`] | saves kept models as burn records or safetensors files with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |
 //! | [`OnStep`], [`OnSample`] | closures | - |
 
@@ -27,5 +27,5 @@ pub use closure::{OnSample, OnStep};
 pub use guard::{BLOW_UP, DivergenceGuard};
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
-pub use samples::{SAMPLES_INDEX, SampleSaver};
+pub use samples::{SAMPLES_INDEX, SampleFormat, SampleSaver};
 pub use trace::{Functionals, NoFunctionals, Trace, TracePart, TraceSummary};

@@ -10,19 +10,36 @@ use crate::error::RunError;
 use crate::fs::{create_dir, write_atomic};
 use crate::observer::{Kept, Observer, Progress, decode, encode};
 use crate::posterior::SampleRow;
+use crate::safetensors::{self, Parameters};
 
 /// The index file of a samples folder.
 pub const SAMPLES_INDEX: &str = "index.csv";
 
-/// Saves every kept model of every target chain as a burn record (burnpack,
-/// `DIR/step-STEP-chain-C.bpk`) and lists it with its log importance weight in
-/// `DIR/index.csv` (`step,chain,log_weight,file`). [`SavedPosterior`](crate::SavedPosterior)
-/// loads them back for predictions without resampling.
+/// The files a [`SampleSaver`] writes per kept model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SampleFormat {
+    /// A burn record (burnpack, `.bpk`): the whole module.
+    #[default]
+    Burn,
+    /// A safetensors file (`.safetensors`, [`crate::safetensors`]): the parameters by path,
+    /// with the step, chain and log weight as metadata; numpy, PyTorch and JAX read it without
+    /// burn.
+    Safetensors(Parameters),
+    /// Both; the index lists the burn record.
+    Both(Parameters),
+}
+
+/// Saves every kept model of every target chain (by default as a burn record, burnpack,
+/// `DIR/step-STEP-chain-C.bpk`; [`SampleSaver::format`] adds or substitutes safetensors files)
+/// and lists it with its log importance weight in `DIR/index.csv`
+/// (`step,chain,log_weight,file`). [`SavedPosterior`](crate::SavedPosterior) loads either
+/// kind back for predictions without resampling.
 ///
 /// Each record is written atomically; the index is rewritten atomically at checkpoints and at
 /// the end, and its rows are the checkpointed state.
 pub struct SampleSaver {
     dir: PathBuf,
+    format: SampleFormat,
     rows: Vec<SampleRow>,
 }
 
@@ -31,8 +48,15 @@ impl SampleSaver {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
+            format: SampleFormat::Burn,
             rows: Vec::new(),
         }
+    }
+
+    /// Which files to write per model.
+    pub fn format(mut self, format: SampleFormat) -> Self {
+        self.format = format;
+        self
     }
 
     /// The samples saved so far.
@@ -78,18 +102,41 @@ where
                     "saving samples needs one chain per module".into(),
                 ));
             }
-            let file = format!("step-{:09}-chain-{c}.bpk", kept.step);
-            let path = self.dir.join(&file);
-            let bytes = kept.points[kept.index(c)]
-                .clone()
-                .into_record()
-                .into_bytes()
-                .map_err(|e| RunError::Observer(format!("cannot encode a sample: {e:?}")))?;
-            write_atomic(&path, &bytes)?;
+            let model = &kept.points[kept.index(c)];
+            let stem = format!("step-{:09}-chain-{c}", kept.step);
+            let log_weight = kept.log_weights[c];
+            let (burn, open) = match self.format {
+                SampleFormat::Burn => (true, None),
+                SampleFormat::Safetensors(p) => (false, Some(p)),
+                SampleFormat::Both(p) => (true, Some(p)),
+            };
+            if let Some(which) = open {
+                let tensors = safetensors::named_parameters(model, which)?;
+                let metadata = [
+                    ("step", kept.step.to_string()),
+                    ("chain", c.to_string()),
+                    ("log_weight", log_weight.to_string()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                let path = self.dir.join(format!("{stem}.safetensors"));
+                safetensors::write(&path, &tensors, &metadata)?;
+            }
+            let file = if burn {
+                let bytes =
+                    model.clone().into_record().into_bytes().map_err(|e| {
+                        RunError::Observer(format!("cannot encode a sample: {e:?}"))
+                    })?;
+                write_atomic(&self.dir.join(format!("{stem}.bpk")), &bytes)?;
+                format!("{stem}.bpk")
+            } else {
+                format!("{stem}.safetensors")
+            };
             self.rows.push(SampleRow {
                 step: kept.step,
                 chain: c,
-                log_weight: kept.log_weights[c],
+                log_weight,
                 file,
             });
         }
