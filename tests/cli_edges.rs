@@ -500,3 +500,39 @@ fn config_values_and_names_that_ran_or_panicked_are_refused() {
     assert!(!dir.join("run").exists(), "a refused run left its folder");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_setting_the_sampler_does_not_read_is_refused_naming_it() {
+    let dir = tmp("unread");
+    let o = dir.join("run");
+    let o = o.to_str().unwrap();
+    // Before: sgld ran with the momentum, the contour table or the friction silently ignored.
+    for set in ["momentum=0.5", "contour.zeta=2", "friction=0.2"] {
+        let field = set.split(['=', '.']).next().unwrap();
+        fails_with(
+            &["toy", "--sampler", "sgld", "--set", set, "--out", o],
+            2,
+            &format!("sgld does not read `{field}`"),
+        );
+    }
+    fails_with(
+        &[
+            "uci",
+            "--sampler",
+            "sghmc",
+            "--set",
+            "psgld_alpha=0.9",
+            "--out",
+            o,
+        ],
+        2,
+        "sghmc does not read `psgld_alpha`",
+    );
+    fails_with(
+        &["toy", "--sampler", "sgd", "--temperature", "2", "--out", o],
+        2,
+        "temperature 0",
+    );
+    fails_with(&["toy", "--set", "colour=1", "--out", o], 2, "colour");
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -10,7 +10,7 @@ use crate::demo;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
-use crate::overrides::{apply_sets, flags_over, with_config};
+use crate::overrides::{apply_sets, check_sets_read, flags_over, with_config};
 use crate::toy::{self, ToyConfig};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
@@ -327,6 +327,13 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
         cfg.sampler.temperature = v;
     }
     cfg.sampler = apply_sets(&cfg.sampler, &a.set)?;
+    check_sets_read(&cfg.sampler, &a.set)?;
+    if a.temperature.is_some() && !cfg.sampler.reads("temperature")? {
+        return Err(AppError::Usage(format!(
+            "--temperature: {} runs at temperature 0 (it does not sample)",
+            cfg.sampler.name
+        )));
+    }
     Ok(cfg)
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sgmcmc_samplers::registry::SamplerSettings;
 
 use crate::error::AppError;
 
@@ -128,6 +129,21 @@ pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
     merged.try_into().map_err(|e: toml::de::Error| {
         AppError::Usage(format!("--set: {}", e.to_string().replace('\n', " ")))
     })
+}
+
+/// Refuses a `--set` of a sampler setting that `settings` (the resolved sampler) does not read
+/// ([`SamplerSettings::reads`]): `--set momentum=0.5` on `sgld` would have no effect.
+pub fn check_sets_read(settings: &SamplerSettings, sets: &[String]) -> Result<(), AppError> {
+    for set in sets {
+        let field = set.split(['=', '.']).next().unwrap_or_default().trim();
+        if !settings.reads(field)? {
+            return Err(AppError::Usage(format!(
+                "--set {set}: {} does not read `{field}`, so it would have no effect",
+                settings.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A TOML value, or the text as a string when it is not one.

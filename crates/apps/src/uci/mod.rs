@@ -344,6 +344,7 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     }
     run.chains = a.chains;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
+    crate::overrides::check_sets_read(&run.sampler, &a.set)?;
     // Every setting is checked before any run starts, as a config file's would be (the seed
     // count by `check_counts`).
     check_run(&run)?;

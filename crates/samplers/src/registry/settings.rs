@@ -273,3 +273,126 @@ impl Default for ReplicaSettings {
         }
     }
 }
+
+impl SamplerSettings {
+    /// Whether the sampler named here reads the setting `field` (a field of this struct:
+    /// `momentum`, `contour`, ...). Kernel fields count by the kernel ([`super::KernelKind`]:
+    /// `temperature` is not read by SGD and momentum SGD, which run at 0); the `cyclical`,
+    /// `contour` and `replica` tables by the family (the cyclical table is also read by replica
+    /// exchange with `replica.cyclical_lr`); `name`, `lr` and the `annealing` table (read by
+    /// several families) count as read.
+    ///
+    /// # Errors
+    ///
+    /// An unknown sampler name or field.
+    pub fn reads(&self, field: &str) -> Result<bool, crate::error::SamplerError> {
+        use super::{Family, KernelKind as K};
+        let entry = super::lookup(&self.name)?;
+        let k = entry.kernel;
+        let replica = matches!(
+            entry.family,
+            Family::Metropolis | Family::Deterministic | Family::VarianceReduced
+        );
+        Ok(match field {
+            "name" | "lr" | "annealing" => true,
+            "temperature" => k.samples(),
+            "momentum" => matches!(k, K::Momentum | K::Sghmc),
+            "noise_estimate" | "resample_every" => k == K::Sghmc,
+            "psgld_alpha" | "psgld_lambda" => k == K::Psgld,
+            "friction" => k == K::Sgnht,
+            "cyclical" => entry.family == Family::Cyclical || (replica && self.replica.cyclical_lr),
+            "contour" => matches!(entry.family, Family::Contour(_)),
+            "replica" => replica,
+            other => {
+                return Err(crate::error::SamplerError::Unknown {
+                    what: "sampler setting",
+                    name: other.to_string(),
+                    known: FIELDS.join(", "),
+                });
+            }
+        })
+    }
+
+    /// The settings the sampler named here does not read ([`SamplerSettings::reads`]) among
+    /// those that differ from their defaults: values set there have no effect (`momentum` on
+    /// `sgld`, a `contour` table on a plain sampler).
+    ///
+    /// # Errors
+    ///
+    /// An unknown sampler name.
+    pub fn unread(&self) -> Result<Vec<&'static str>, crate::error::SamplerError> {
+        let d = Self::default();
+        let checked = [
+            ("temperature", self.temperature != d.temperature),
+            ("momentum", self.momentum != d.momentum),
+            ("noise_estimate", self.noise_estimate != d.noise_estimate),
+            ("resample_every", self.resample_every != d.resample_every),
+            ("psgld_alpha", self.psgld_alpha != d.psgld_alpha),
+            ("psgld_lambda", self.psgld_lambda != d.psgld_lambda),
+            ("friction", self.friction != d.friction),
+            ("cyclical", self.cyclical != d.cyclical),
+            ("contour", self.contour != d.contour),
+            ("replica", self.replica != d.replica),
+        ];
+        let mut out = Vec::new();
+        for (field, set) in checked {
+            if set && !self.reads(field)? {
+                out.push(field);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The fields of [`SamplerSettings`], in declaration order.
+const FIELDS: [&str; 13] = [
+    "name",
+    "lr",
+    "temperature",
+    "momentum",
+    "noise_estimate",
+    "resample_every",
+    "psgld_alpha",
+    "psgld_lambda",
+    "friction",
+    "cyclical",
+    "annealing",
+    "contour",
+    "replica",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_a_sampler_does_not_read_are_named() {
+        let mut s = SamplerSettings::named("sgld");
+        assert!(
+            s.unread().unwrap().is_empty(),
+            "defaults are never reported"
+        );
+        s.momentum = 0.5;
+        s.contour.zeta = 3.0;
+        s.friction = 0.2;
+        assert_eq!(s.unread().unwrap(), ["momentum", "friction", "contour"]);
+        // The same on samplers that read them.
+        s.name = "csghmc".into();
+        assert_eq!(s.unread().unwrap(), ["friction"]);
+        // SGD runs at temperature 0 whatever it is given.
+        let sgd = SamplerSettings {
+            temperature: 2.0,
+            ..SamplerSettings::named("sgd")
+        };
+        assert_eq!(sgd.unread().unwrap(), ["temperature"]);
+        // The cyclical table: read by cyclical samplers and by replica exchange with a
+        // cyclical lr, not by replica exchange without one.
+        let mut r = SamplerSettings::named("resghmc");
+        r.cyclical.cycles = 4;
+        assert_eq!(r.unread().unwrap(), ["cyclical"]);
+        r.replica.cyclical_lr = true;
+        assert!(r.unread().unwrap().is_empty());
+        assert!(SamplerSettings::named("nope").unread().is_err());
+        assert!(r.reads("contour").is_ok_and(|r| !r) && r.reads("colour").is_err());
+    }
+}
