@@ -1,4 +1,4 @@
-//! Stationary laws of SGLD, SGHMC and pSGLD on a 10-d Gaussian `U = x^T A x / 2`, against the
+//! Stationary laws of SGLD, SGHMC, pSGLD and BAOAB on a 10-d Gaussian `U = x^T A x / 2`, against the
 //! *exact* law of the discretised chain (not just the continuous one).
 //!
 //! Tolerances: samples are taken every `every` steps across many independent chains, so they
@@ -258,5 +258,87 @@ fn psgld_at_small_step_matches_the_continuous_law() {
                 cov[i * D + j]
             );
         }
+    }
+}
+
+/// Stationary covariance of `x` under BAOAB: `z = (x, w)`,
+/// `z' = M z + B xi` with `M = [[I - (1 + mu) lr A / 2, (1 + mu) / 2 I], [-mu lr A, mu I]]` and
+/// `B B^T = s^2 [[I / 4, I / 2], [I / 2, I]]`, `s^2 = lr tau (1 - mu^2)`.
+fn baoab_exact(a: &Mat, lr: f64, mu: f64, tau: f64) -> Mat {
+    let n = 2 * D;
+    let mut m = vec![0.0; n * n];
+    let mut q = vec![0.0; n * n];
+    let s2 = lr * tau * (1.0 - mu * mu);
+    for i in 0..D {
+        for j in 0..D {
+            let id = if i == j { 1.0 } else { 0.0 };
+            m[i * n + j] = id - (1.0 + mu) * lr * a[i * D + j] / 2.0;
+            m[i * n + D + j] = (1.0 + mu) / 2.0 * id;
+            m[(D + i) * n + j] = -mu * lr * a[i * D + j];
+            m[(D + i) * n + D + j] = mu * id;
+            q[i * n + j] = s2 * id / 4.0;
+            q[i * n + D + j] = s2 * id / 2.0;
+            q[(D + i) * n + j] = s2 * id / 2.0;
+            q[(D + i) * n + D + j] = s2 * id;
+        }
+    }
+    let s = discrete_lyapunov(&m, &q, n);
+    (0..D * D).map(|k| s[(k / D) * n + k % D]).collect()
+}
+
+#[test]
+fn baoab_samples_the_exact_gaussian_at_a_step_where_sgld_diverges() {
+    let (_, a) = target();
+    // The precision's eigenvalues lie in [1, 3]: SGLD is stable below lr = 2/3, BAOAB below
+    // 4/3. At lr = 1 the discrete chain's position law is the target itself, tau A^-1, for
+    // any mu (the discrete Lyapunov solution, to rounding).
+    let (lr, tau) = (1.0, 1.3);
+    let exact = continuous(&a, tau);
+    for mu in [0.0, 0.5, 0.9] {
+        let worst = baoab_exact(&a, lr, mu, tau)
+            .iter()
+            .zip(&exact)
+            .fold(0.0f64, |m, (p, q)| m.max((p - q).abs()));
+        assert!(worst < 1e-9, "mu {mu}: the discrete law is off by {worst}");
+    }
+    let kernel = Kernel::Baoab { mu: 0.5 };
+    let plan = Plan {
+        start: 0.0,
+        chains: 2000,
+        burn: 200,
+        every: 10,
+        collections: 100,
+    };
+    let xs = host_samples(SgmcmcConfig::constant(kernel.clone(), lr, tau), &plan, 11);
+    let (mean, cov) = covariance(&xs);
+    let n = xs.len() as f64;
+    let z = max_z(&mean, &cov, &exact, n);
+    assert!(z < 5.0, "BAOAB's exact law rejected: max z {z}");
+    // Power: the law of SGLD at lr 0.2 (10-42% off the target) is rejected.
+    let zs = max_z(&mean, &cov, &sgld_exact(&a, 0.2, tau), n);
+    assert!(zs > 20.0, "test cannot tell the laws apart: z {zs}");
+    // SGLD itself at this step runs away.
+    let (t, _) = target();
+    let ens = HostEnsemble::new(t, &vec![vec![0.1; D]; 4], 1).unwrap();
+    let mut sgld = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, lr, tau), ens).unwrap();
+    let ran_away = (0..2000).any(|_| sgld.step(&()).is_err());
+    assert!(ran_away, "SGLD at lr 1 should diverge on this target");
+    for (name, device, scale) in devices() {
+        let plan = Plan {
+            start: 0.0,
+            chains: 500,
+            burn: 100,
+            every: 10,
+            collections: (40.0 * scale) as usize,
+        };
+        let xs = tensor_samples(
+            SgmcmcConfig::constant(kernel.clone(), lr, tau),
+            &plan,
+            &device,
+            13,
+        );
+        let (mean, cov) = covariance(&xs);
+        let z = max_z(&mean, &cov, &exact, xs.len() as f64);
+        assert!(z < 5.0, "{name}: BAOAB's exact law rejected: max z {z}");
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! # Adding a kernel
 //!
-//! A kernel is three edits, shown by [`sgnht`] (the Nose-Hoover thermostat):
+//! A kernel is three edits, shown by [`sgnht`] (the Nose-Hoover thermostat) and by [`baoab`]
+//! (BAOAB splitting: its file, its variant with six one-line arms, one registry entry):
 //!
 //! 1. **its file** (`kernel/sgnht.rs`): the update as a function over the [`Lane`] algebra,
 //!    reading its per-chain [`Coefs`] and its per-parameter state slots;
@@ -22,6 +23,7 @@
 //! Every ensemble (host `f64`, burn tensors on any device), every sampler (plain, contour,
 //! replica exchange), checkpoints and the command line then take it without further change.
 
+pub mod baoab;
 pub mod lane;
 pub mod momentum;
 pub mod psgld;
@@ -96,6 +98,11 @@ pub enum Kernel {
         /// Injected friction `a = A h` in `(0, 1)` (the thermostat's rest value), default 0.1.
         friction: f64,
     },
+    /// BAOAB Langevin splitting ([`baoab`]).
+    Baoab {
+        /// Momentum `mu = exp(-gamma h)` kept by the O step, in `[0, 1)`, default 0.9.
+        mu: f64,
+    },
 }
 
 /// Per-chain coefficients of one step, in a lane's layout: `f64` on the host
@@ -154,6 +161,7 @@ impl Kernel {
             Self::Sghmc { .. } => "sghmc",
             Self::Psgld { .. } => "psgld",
             Self::Sgnht { .. } => "sgnht",
+            Self::Baoab { .. } => "baoab",
         }
     }
 
@@ -161,7 +169,7 @@ impl Kernel {
     pub fn validate(&self) -> Result<(), SamplerError> {
         match self {
             Self::Sgd | Self::Sgld => Ok(()),
-            Self::Momentum { mu } | Self::Sghmc { mu, .. } => {
+            Self::Momentum { mu } | Self::Sghmc { mu, .. } | Self::Baoab { mu } => {
                 check((0.0..1.0).contains(mu), "mu", *mu, "must lie in [0, 1)")?;
                 if let Self::Sghmc { noise_estimate, .. } = self {
                     non_negative("noise_estimate", *noise_estimate)?;
@@ -190,7 +198,10 @@ impl Kernel {
     pub fn state_slots(&self) -> usize {
         match self {
             Self::Sgd | Self::Sgld => 0,
-            Self::Momentum { .. } | Self::Sghmc { .. } | Self::Psgld { .. } => 1,
+            Self::Momentum { .. }
+            | Self::Sghmc { .. }
+            | Self::Psgld { .. }
+            | Self::Baoab { .. } => 1,
             Self::Sgnht { .. } => 2,
         }
     }
@@ -203,7 +214,7 @@ impl Kernel {
     pub fn state_follows_rung(&self) -> bool {
         matches!(
             self,
-            Self::Momentum { .. } | Self::Sghmc { .. } | Self::Sgnht { .. }
+            Self::Momentum { .. } | Self::Sghmc { .. } | Self::Sgnht { .. } | Self::Baoab { .. }
         )
     }
 
@@ -218,6 +229,8 @@ impl Kernel {
     pub fn velocity_lag(&self, lr: f64) -> Option<f64> {
         match self {
             Self::Momentum { mu } | Self::Sghmc { mu, .. } => Some(lr / (1.0 + mu)),
+            // BAOAB's stored velocity is taken between the two half drifts: lag lr / 2.
+            Self::Baoab { .. } => Some(lr / 2.0),
             Self::Sgnht { .. } => None,
             Self::Sgd | Self::Sgld | Self::Psgld { .. } => Some(0.0),
         }
@@ -252,6 +265,10 @@ impl Kernel {
             Self::Sgd | Self::Momentum { .. } => c,
             Self::Sgld | Self::Psgld { .. } => Coefficients {
                 diffusion: (2.0 * s.lr * s.temperature).sqrt(),
+                ..c
+            },
+            Self::Baoab { mu } => Coefficients {
+                diffusion: (s.lr * s.temperature * (1.0 - mu * mu)).sqrt(),
                 ..c
             },
             Self::Sgnht { friction } => Coefficients {
@@ -311,6 +328,7 @@ impl Kernel {
                 };
                 sgnht::update(x, g, v, s, noise, *friction, c)
             }
+            Self::Baoab { mu } => baoab::update(x, g, &mut state[0], noise, *mu, c),
         }
     }
 }

@@ -52,6 +52,8 @@ pub enum KernelKind {
     Psgld,
     /// SGNHT (`friction`).
     Sgnht,
+    /// BAOAB Langevin splitting (`momentum`: the O step's `mu`).
+    Baoab,
 }
 
 impl KernelKind {
@@ -73,6 +75,7 @@ impl KernelKind {
             Self::Sgnht => Kernel::Sgnht {
                 friction: s.friction,
             },
+            Self::Baoab => Kernel::Baoab { mu: s.momentum },
         }
     }
 
@@ -133,7 +136,7 @@ const fn entry(
 }
 
 use Family::{Annealed, Constant, Contour, Cyclical, Deterministic, Metropolis, VarianceReduced};
-use KernelKind::{Momentum, Psgld, Sgd, Sghmc, Sgld, Sgnht};
+use KernelKind::{Baoab, Momentum, Psgld, Sgd, Sghmc, Sgld, Sgnht};
 
 /// Every sampler, by name.
 pub const ENTRIES: &[Entry] = &[
@@ -166,6 +169,12 @@ pub const ENTRIES: &[Entry] = &[
         "sgnht",
         "stochastic gradient Nose-Hoover thermostat (adaptive friction)",
         Sgnht,
+        Constant,
+    ),
+    entry(
+        "baoab",
+        "BAOAB Langevin splitting: exact Gaussian positions at any stable step (exact gradients)",
+        Baoab,
         Constant,
     ),
     entry(

@@ -16,7 +16,7 @@ pub struct SamplerSettings {
     pub lr: f64,
     /// Sampling temperature `tau` (SGD and momentum SGD run at 0 whatever this says).
     pub temperature: f64,
-    /// Momentum `mu` of momentum SGD and SGHMC (friction `1 - mu`).
+    /// Momentum `mu` of momentum SGD and SGHMC (friction `1 - mu`), and BAOAB's O step.
     pub momentum: f64,
     /// SGHMC gradient-noise variance estimate `V`.
     pub noise_estimate: f64,
@@ -296,7 +296,7 @@ impl SamplerSettings {
         Ok(match field {
             "name" | "lr" | "annealing" => true,
             "temperature" => k.samples(),
-            "momentum" => matches!(k, K::Momentum | K::Sghmc),
+            "momentum" => matches!(k, K::Momentum | K::Sghmc | K::Baoab),
             "noise_estimate" | "resample_every" => k == K::Sghmc,
             "psgld_alpha" | "psgld_lambda" => k == K::Psgld,
             "friction" => k == K::Sgnht,
