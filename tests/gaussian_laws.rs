@@ -94,28 +94,60 @@ fn sgld_exact(a: &Mat, lr: f64, tau: f64) -> Mat {
         .collect()
 }
 
+/// The position block of the stationary covariance of `z = (x, v)` under `z' = M z + B xi`,
+/// each `D x D` block of `M` being `m[r][c].0 A + m[r][c].1 I` and of `B B^T` `q[r][c] I`
+/// (the discrete Lyapunov equation).
+fn position_law(a: &Mat, m: [[(f64, f64); 2]; 2], q: [[f64; 2]; 2]) -> Mat {
+    let n = 2 * D;
+    let (mut mm, mut qq) = (vec![0.0; n * n], vec![0.0; n * n]);
+    for (r, c) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+        for i in 0..D {
+            for j in 0..D {
+                let id = if i == j { 1.0 } else { 0.0 };
+                let k = (r * D + i) * n + c * D + j;
+                mm[k] = m[r][c].0 * a[i * D + j] + m[r][c].1 * id;
+                qq[k] = q[r][c] * id;
+            }
+        }
+    }
+    let s = discrete_lyapunov(&mm, &qq, n);
+    (0..D * D).map(|k| s[(k / D) * n + k % D]).collect()
+}
+
 /// Stationary covariance of `x` under SGHMC: `z = (x, v)`, `z' = M z + B xi` with
 /// `M = [[I - lr A, mu I], [-lr A, mu I]]`, `B B^T = s^2 [[I, I], [I, I]]`,
 /// `s^2 = 2 lr (1 - mu) tau` (beta = 0).
 fn sghmc_exact(a: &Mat, lr: f64, mu: f64, tau: f64) -> Mat {
-    let n = 2 * D;
-    let mut m = vec![0.0; n * n];
-    let mut q = vec![0.0; n * n];
     let s2 = 2.0 * lr * (1.0 - mu) * tau;
-    for i in 0..D {
-        for j in 0..D {
-            let id = if i == j { 1.0 } else { 0.0 };
-            m[i * n + j] = id - lr * a[i * D + j];
-            m[i * n + D + j] = mu * id;
-            m[(D + i) * n + j] = -lr * a[i * D + j];
-            m[(D + i) * n + D + j] = mu * id;
-            for (r, c) in [(i, j), (i, D + j), (D + i, j), (D + i, D + j)] {
-                q[r * n + c] = s2 * id;
-            }
-        }
+    let m = [[(-lr, 1.0), (0.0, mu)], [(-lr, 0.0), (0.0, mu)]];
+    position_law(a, m, [[s2, s2], [s2, s2]])
+}
+
+/// 500 chains of `cfg` on every device after `burn` steps, collected every `every` steps
+/// `collections` times (scaled by the device's speed), match the law `exact` (max z < 5).
+fn law_on_every_device(
+    cfg: &SgmcmcConfig,
+    exact: &Mat,
+    (burn, every, collections): (u64, u64, f64),
+    seed: u64,
+) {
+    for (name, device, scale) in devices() {
+        let plan = Plan {
+            start: 0.0,
+            chains: 500,
+            burn,
+            every,
+            collections: (collections * scale) as usize,
+        };
+        let xs = tensor_samples(cfg.clone(), &plan, &device, seed);
+        let (mean, cov) = covariance(&xs);
+        let z = max_z(&mean, &cov, exact, xs.len() as f64);
+        assert!(
+            z < 5.0,
+            "{name}: {}'s exact law rejected: max z {z}",
+            cfg.kernel.name()
+        );
     }
-    let s = discrete_lyapunov(&m, &q, n);
-    (0..D * D).map(|k| s[(k / D) * n + k % D]).collect()
 }
 
 fn continuous(a: &Mat, tau: f64) -> Mat {
@@ -197,24 +229,8 @@ fn sghmc_matches_the_discrete_lyapunov_solution() {
         zc > 8.0,
         "test cannot tell SGHMC's discrete law from the continuous one: z {zc}"
     );
-    for (name, device, scale) in devices() {
-        let plan = Plan {
-            start: 0.0,
-            chains: 500,
-            burn: 400,
-            every: 50,
-            collections: (24.0 * scale) as usize,
-        };
-        let xs = tensor_samples(
-            SgmcmcConfig::constant(kernel.clone(), lr, tau),
-            &plan,
-            &device,
-            9,
-        );
-        let (mean, cov) = covariance(&xs);
-        let z = max_z(&mean, &cov, &exact, xs.len() as f64);
-        assert!(z < 5.0, "{name}: SGHMC exact law rejected: max z {z}");
-    }
+    let cfg = SgmcmcConfig::constant(kernel, lr, tau);
+    law_on_every_device(&cfg, &exact, (400, 50, 24.0), 9);
 }
 
 #[test]
@@ -265,25 +281,13 @@ fn psgld_at_small_step_matches_the_continuous_law() {
 /// `z' = M z + B xi` with `M = [[I - (1 + mu) lr A / 2, (1 + mu) / 2 I], [-mu lr A, mu I]]` and
 /// `B B^T = s^2 [[I / 4, I / 2], [I / 2, I]]`, `s^2 = lr tau (1 - mu^2)`.
 fn baoab_exact(a: &Mat, lr: f64, mu: f64, tau: f64) -> Mat {
-    let n = 2 * D;
-    let mut m = vec![0.0; n * n];
-    let mut q = vec![0.0; n * n];
     let s2 = lr * tau * (1.0 - mu * mu);
-    for i in 0..D {
-        for j in 0..D {
-            let id = if i == j { 1.0 } else { 0.0 };
-            m[i * n + j] = id - (1.0 + mu) * lr * a[i * D + j] / 2.0;
-            m[i * n + D + j] = (1.0 + mu) / 2.0 * id;
-            m[(D + i) * n + j] = -mu * lr * a[i * D + j];
-            m[(D + i) * n + D + j] = mu * id;
-            q[i * n + j] = s2 * id / 4.0;
-            q[i * n + D + j] = s2 * id / 2.0;
-            q[(D + i) * n + j] = s2 * id / 2.0;
-            q[(D + i) * n + D + j] = s2 * id;
-        }
-    }
-    let s = discrete_lyapunov(&m, &q, n);
-    (0..D * D).map(|k| s[(k / D) * n + k % D]).collect()
+    let half = (1.0 + mu) / 2.0;
+    let m = [
+        [(-half * lr, 1.0), (0.0, half)],
+        [(-mu * lr, 0.0), (0.0, mu)],
+    ];
+    position_law(a, m, [[s2 / 4.0, s2 / 2.0], [s2 / 2.0, s2]])
 }
 
 #[test]
@@ -323,22 +327,6 @@ fn baoab_samples_the_exact_gaussian_at_a_step_where_sgld_diverges() {
     let mut sgld = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, lr, tau), ens).unwrap();
     let ran_away = (0..2000).any(|_| sgld.step(&()).is_err());
     assert!(ran_away, "SGLD at lr 1 should diverge on this target");
-    for (name, device, scale) in devices() {
-        let plan = Plan {
-            start: 0.0,
-            chains: 500,
-            burn: 100,
-            every: 10,
-            collections: (40.0 * scale) as usize,
-        };
-        let xs = tensor_samples(
-            SgmcmcConfig::constant(kernel.clone(), lr, tau),
-            &plan,
-            &device,
-            13,
-        );
-        let (mean, cov) = covariance(&xs);
-        let z = max_z(&mean, &cov, &exact, xs.len() as f64);
-        assert!(z < 5.0, "{name}: BAOAB's exact law rejected: max z {z}");
-    }
+    let cfg = SgmcmcConfig::constant(kernel, lr, tau);
+    law_on_every_device(&cfg, &exact, (100, 10, 40.0), 13);
 }

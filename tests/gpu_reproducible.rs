@@ -14,9 +14,10 @@ mod common;
 
 use common::cli::{dir_in, seeded_energies, tmp};
 use sgmcmc::apps::device::DeviceChoice;
+use sgmcmc::apps::experiment::execute;
+use sgmcmc::apps::images::Images;
 use sgmcmc::apps::images::config::ImagesConfig;
 use sgmcmc::apps::images::data::ImagesData;
-use sgmcmc::apps::images::execute;
 use sgmcmc::apps::images::run::{Stop, read_checkpoint};
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -59,7 +60,7 @@ fn a_seeded_gpu_run_repeats_and_resumes_bit_for_bit() {
     for d in gpus() {
         let run = |name: &str, stop: Stop, resume| {
             let dir = dir_in(&root, &format!("{d}-{name}"));
-            execute(&config, &data, &dir, d, resume, stop, true)
+            execute::<Images>(&config, &data, &dir, d, resume, stop, true)
                 .unwrap_or_else(|e| panic!("{d} {name}: {e}"))
         };
         let first = run("first", Stop::default(), None);

@@ -7,9 +7,10 @@ mod common;
 use std::path::PathBuf;
 
 use sgmcmc::apps::device::DeviceChoice;
+use sgmcmc::apps::experiment::execute;
+use sgmcmc::apps::mnist::Mnist;
 use sgmcmc::apps::mnist::config::MnistConfig;
 use sgmcmc::apps::mnist::data::MnistData;
-use sgmcmc::apps::mnist::execute;
 use sgmcmc::apps::mnist::run::{Stop, read_checkpoint};
 use sgmcmc::data::mnist::write_synthetic;
 
@@ -67,7 +68,8 @@ fn the_cnn_sampler_learns_synthetic_digits_on_every_device() {
         assert_eq!(data.heldout.len(), 100);
         let dir = root.join(format!("run-{choice}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let record = execute(&config, &data, &dir, choice, None, Stop::default(), true).unwrap();
+        let record =
+            execute::<Mnist>(&config, &data, &dir, choice, None, Stop::default(), true).unwrap();
         let last = record.evals.last().unwrap();
         // Chance is 0.2; the blocks are separable, so a learning sampler is far above it.
         assert!(
@@ -102,14 +104,16 @@ fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
         std::fs::create_dir_all(&whole).unwrap();
         std::fs::create_dir_all(&parts).unwrap();
         let flex = DeviceChoice::Flex;
-        let a = execute(&config, &data, &whole, flex, None, Stop::default(), true).unwrap();
+        let a =
+            execute::<Mnist>(&config, &data, &whole, flex, None, Stop::default(), true).unwrap();
         let stop = Stop {
             after_epochs: Some(2),
         };
-        let half = execute(&config, &data, &parts, flex, None, stop, true).unwrap();
+        let half = execute::<Mnist>(&config, &data, &parts, flex, None, stop, true).unwrap();
         assert_eq!(half.epochs_done, 2);
         let (_, c) = read_checkpoint(&parts).unwrap();
-        let b = execute(&config, &data, &parts, flex, Some(c), Stop::default(), true).unwrap();
+        let b =
+            execute::<Mnist>(&config, &data, &parts, flex, Some(c), Stop::default(), true).unwrap();
         assert_eq!(
             a.steps, b.steps,
             "{sampler}: energies, multipliers, weights"

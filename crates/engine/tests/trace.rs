@@ -54,6 +54,20 @@ fn position(kept: &Kept<HostPoints>, c: usize) -> Result<Vec<f64>, String> {
     Ok(vec![kept.points.chain(kept.index(c))[0]])
 }
 
+type Position = fn(&Kept<HostPoints>, usize) -> Result<Vec<f64>, String>;
+
+/// The trace of the position over `steps` steps of `s`, every 10th after the first 1000.
+fn thinned_trace(s: &mut AnySampler<HostEnsemble>, steps: u64) -> Trace<Position> {
+    let mut trace = Trace::new(&["x"], position as Position);
+    Run::steps(steps)
+        .burn_in(1000)
+        .thin(10)
+        .observe(&mut trace)
+        .run(s, &mut Repeat(()))
+        .unwrap();
+    trace
+}
+
 #[test]
 fn a_trace_holds_every_chains_draws_and_its_mcse_covers_the_exact_error() {
     let steps = 40_000;
@@ -142,15 +156,7 @@ fn a_contour_trace_reports_the_weights_k_hat_and_resumes_exactly() {
 
 #[test]
 fn replica_exchange_traces_its_rung_0_as_one_chain_and_names_must_match_on_resume() {
-    let steps = 3000;
-    let mut s = sampler("resgld", 2, steps);
-    let mut trace = Trace::new(&["x"], position);
-    Run::steps(steps)
-        .burn_in(1000)
-        .thin(10)
-        .observe(&mut trace)
-        .run(&mut s, &mut Repeat(()))
-        .unwrap();
+    let trace = thinned_trace(&mut sampler("resgld", 2, 3000), 3000);
     let summary = trace.summary();
     // Whichever replica sits on rung 0 at a kept step gives that step's draw: one chain.
     assert_eq!((summary.chains, summary.draws), (1, 200));
@@ -193,15 +199,7 @@ fn zarr_values(store: &std::path::Path, array: &str, dtype: &str, shape: [usize;
 
 #[test]
 fn a_trace_written_as_zarr_holds_its_draws_in_arviz_groups() {
-    let steps = 2000;
-    let mut s = csgld(steps);
-    let mut trace = Trace::new(&["x"], position);
-    Run::steps(steps)
-        .burn_in(1000)
-        .thin(10)
-        .observe(&mut trace)
-        .run(&mut s, &mut Repeat(()))
-        .unwrap();
+    let trace = thinned_trace(&mut csgld(2000), 2000);
     let dir = std::env::temp_dir().join(format!("sgmcmc-trace-zarr-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

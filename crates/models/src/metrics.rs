@@ -131,20 +131,10 @@ pub fn auroc(negatives: &[f64], positives: &[f64]) -> f64 {
     if negatives.is_empty() || positives.is_empty() {
         return f64::NAN;
     }
-    let mut all: Vec<(f64, bool)> = negatives
-        .iter()
-        .map(|&s| (s, false))
-        .chain(positives.iter().map(|&s| (s, true)))
-        .collect();
-    all.sort_by(|a, b| a.0.total_cmp(&b.0));
     // Ranks from 1, tied scores sharing their mean rank.
     let mut rank_sum = 0.0;
-    let mut i = 0;
-    while i < all.len() {
-        let j = all[i..].iter().take_while(|x| x.0 == all[i].0).count() + i;
-        let mean_rank = (i + 1 + j) as f64 / 2.0;
-        rank_sum += mean_rank * all[i..j].iter().filter(|x| x.1).count() as f64;
-        i = j;
+    for (start, end, hits) in tie_groups(negatives, positives, false) {
+        rank_sum += (start + 1 + end) as f64 / 2.0 * hits as f64;
     }
     let (np, nn) = (positives.len() as f64, negatives.len() as f64);
     (rank_sum - np * (np + 1.0) / 2.0) / (np * nn)
@@ -159,25 +149,41 @@ pub fn average_precision(negatives: &[f64], positives: &[f64]) -> f64 {
     if positives.is_empty() {
         return f64::NAN;
     }
+    let (mut tp, mut ap, mut recall) = (0.0, 0.0, 0.0);
+    for (_, end, hits) in tie_groups(negatives, positives, true) {
+        tp += hits as f64;
+        let r = tp / positives.len() as f64;
+        ap += (r - recall) * tp / end as f64;
+        recall = r;
+    }
+    ap
+}
+
+/// The scores of `negatives` and `positives` sorted (descending or ascending) and cut into
+/// runs of equal scores: `(start, end, positives in the run)`, positions 0-based, `end`
+/// exclusive.
+fn tie_groups(
+    negatives: &[f64],
+    positives: &[f64],
+    descending: bool,
+) -> Vec<(usize, usize, usize)> {
     let mut all: Vec<(f64, bool)> = negatives
         .iter()
         .map(|&s| (s, false))
         .chain(positives.iter().map(|&s| (s, true)))
         .collect();
-    all.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let (mut tp, mut fp, mut ap, mut recall) = (0.0, 0.0, 0.0, 0.0);
+    all.sort_by(|a, b| match descending {
+        true => b.0.total_cmp(&a.0),
+        false => a.0.total_cmp(&b.0),
+    });
+    let mut groups = Vec::new();
     let mut i = 0;
     while i < all.len() {
-        let j = all[i..].iter().take_while(|x| x.0 == all[i].0).count() + i;
-        let hits = all[i..j].iter().filter(|x| x.1).count() as f64;
-        tp += hits;
-        fp += (j - i) as f64 - hits;
-        let r = tp / positives.len() as f64;
-        ap += (r - recall) * tp / (tp + fp);
-        recall = r;
+        let j = i + all[i..].iter().take_while(|x| x.0 == all[i].0).count();
+        groups.push((i, j, all[i..j].iter().filter(|x| x.1).count()));
         i = j;
     }
-    ap
+    groups
 }
 
 /// Root mean squared error.

@@ -24,23 +24,19 @@ pub mod report;
 pub mod run;
 pub mod swag;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
-use burn::tensor::Device;
-
-use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, with_parts};
+use crate::distributed::with_parts;
 use crate::error::AppError;
-use crate::experiment::{NetExperiment, Session};
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
 use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
-use run::{Record, Stop};
+use run::Stop;
 
 /// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]
@@ -195,110 +191,9 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
     Ok(c)
 }
 
-/// `sgmcmc images` in the experiment skeleton ([`crate::experiment`]).
+/// `sgmcmc images` in the experiment skeleton ([`crate::experiment`]; its filling is in
+/// [`run`]).
 pub struct Images;
-
-impl NetExperiment for Images {
-    const COMMAND: &'static str = "images";
-    const NOT_OURS: &'static str = "not an images checkpoint";
-    type Config = ImagesConfig;
-    type Data = ImagesData;
-    type Sampler = run::ImagesSampler;
-    type Record = Record;
-    type Stop = Stop;
-
-    fn sampler_name(config: &ImagesConfig) -> &str {
-        &config.sampler
-    }
-
-    fn chains(config: &ImagesConfig) -> usize {
-        config.chains
-    }
-
-    fn load(root: &Path, config: &ImagesConfig) -> Result<ImagesData, AppError> {
-        ImagesData::load(root, config)
-    }
-
-    fn source(data: &ImagesData) -> &DataRecord {
-        &data.source
-    }
-
-    fn build_on(
-        config: &ImagesConfig,
-        data: &ImagesData,
-        device: &Device,
-        ranks: &Ranks,
-    ) -> Result<run::ImagesSampler, AppError> {
-        run::build_on(config, data, device, ranks)
-    }
-
-    fn train(
-        session: Session<'_, Self>,
-        data: &ImagesData,
-        sampler: &mut run::ImagesSampler,
-        device: &Device,
-    ) -> Result<Record, AppError> {
-        run::train(session, data, sampler, device)
-    }
-
-    fn stopped(config: &ImagesConfig, data: &ImagesData, record: &Record) -> Option<String> {
-        (record.steps_done < run::total_steps(config, data))
-            .then(|| format!("after {} steps", record.steps_done))
-    }
-
-    fn report(
-        config: &ImagesConfig,
-        data: &ImagesData,
-        dir: &Path,
-        device: DeviceChoice,
-        record: &Record,
-        over: &str,
-    ) -> Result<(), AppError> {
-        let s = report::write(dir, config, data, record, &device.to_string())?;
-        println!(
-            "{}{over} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
-             last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
-             Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
-            config.sampler,
-            config.model,
-            config.dataset,
-            s.bma.accuracy,
-            s.bma.nll,
-            s.bma.nll_sum,
-            s.bma.brier_permille,
-            s.bma.ece_percent,
-            s.bma_models,
-            s.last_sample.accuracy,
-            s.last_sample.nll,
-            s.last_sample.ece_percent,
-            s.bpe_accuracy,
-            config.ood,
-            s.bma_ood.mean_entropy,
-            s.last_sample_ood.mean_entropy,
-            s.bma_ood.brier_permille,
-            s.header.steps_per_second,
-            s.header.device,
-            s.train_seconds,
-            s.eval_seconds,
-            dir.display()
-        );
-        Ok(())
-    }
-}
-
-/// Runs `config` into `dir` from scratch, or from `resume`, and writes its outputs when it
-/// reaches the end. Returns the record.
-pub fn execute(
-    config: &ImagesConfig,
-    data: &ImagesData,
-    dir: &Path,
-    device_choice: DeviceChoice,
-    resume: Option<sgmcmc_engine::Checkpoint>,
-    stop: Stop,
-    quiet: bool,
-) -> Result<Record, AppError> {
-    crate::experiment::execute::<Images>(config, data, dir, device_choice, resume, stop, quiet)
-}
 
 /// The run folder: `--out`, else `runs/images-DATASET-PRESET-SAMPLER`.
 fn out_dir(a: &ImagesArgs, config: &ImagesConfig) -> PathBuf {
@@ -357,6 +252,6 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     let dir = out_dir(a, &config);
     let dir = fresh_run_dir(&dir, a.force.force, &with_parts(FILES))?;
     let data = ImagesData::load(&crate::output::data_root(a.data_dir.as_deref()), &config)?;
-    execute(&config, &data, &dir, a.device, None, stop, a.quiet)?;
+    crate::experiment::execute::<Images>(&config, &data, &dir, a.device, None, stop, a.quiet)?;
     Ok(())
 }

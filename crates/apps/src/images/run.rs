@@ -26,9 +26,11 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
+use crate::data_record::DataRecord;
+use crate::device::DeviceChoice;
 use crate::distributed::{Ranks, join_columns};
 use crate::error::AppError;
-use crate::experiment::{Schedule, Session, drive};
+use crate::experiment::{NetExperiment, Schedule, Session, drive};
 use crate::images::Images;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
@@ -142,48 +144,7 @@ pub fn build(
     data: &ImagesData,
     device: &Device,
 ) -> Result<ImagesSampler, AppError> {
-    build_on(config, data, device, &Ranks::local())
-}
-
-/// [`build`] for this rank's block of the chains laid out over `ranks`.
-pub fn build_on(
-    config: &ImagesConfig,
-    data: &ImagesData,
-    device: &Device,
-    ranks: &Ranks,
-) -> Result<ImagesSampler, AppError> {
-    let arch = config.architecture()?;
-    let (classes, channels) = (data.classes(), data.train.channels);
-    arch.init(classes, channels, config.width, device)
-        .map_err(AppError::Usage)?;
-    let placement = ranks.placement(config.chains)?;
-    let here = placement.here();
-    let modules = init::chains_in(device, config.seed, here.clone(), || {
-        arch.init(classes, channels, config.width, device)
-            .expect("checked above")
-    });
-    let ensemble =
-        ModuleEnsemble::new_part(posterior(config, data), modules, config.seed, here.start)?;
-    let per_epoch = steps_per_epoch(config, data);
-    let spec = config.spec(total_steps(config, data), per_epoch)?;
-    if ranks.is_distributed() {
-        return placed(config, spec, ensemble, placement);
-    }
-    // Replica exchange draws fresh minibatches for its swap variance and, with control
-    // variates, passes over the training set for the snapshots' energies. Both index the
-    // training set within its length, so they cannot fail.
-    let (fresh, pass) = (
-        TrainBatcher::new(config, data, device),
-        TrainBatcher::new(config, data, device),
-    );
-    Ok(spec.build_with_data(
-        ensemble,
-        config.seed,
-        Box::new(move |k, j| fresh.fresh(k, j).expect("indices within the training set")),
-        Some(Box::new(move |i| {
-            pass.full_pass(i).expect("indices within the training set")
-        })),
-    )?)
+    <Images as NetExperiment>::build_on(config, data, device, &Ranks::local())
 }
 
 /// Where a run stops early (tests of resume).
@@ -409,66 +370,173 @@ impl Observer<ImagesSampler> for Recorder<'_> {
     }
 }
 
-/// Runs (or continues) `session` to the end or its stop, checkpointing into its folder.
-/// Returns the record: on rank 0 of a finished run every chain's energies, on the other ranks
-/// their own.
-pub fn train(
-    session: Session<'_, Images>,
-    data: &ImagesData,
-    sampler: &mut ImagesSampler,
-    device: &Device,
-) -> Result<Record, AppError> {
-    let ranks = session.ranks;
-    let config = &session.meta.config.clone();
-    let per_epoch = steps_per_epoch(config, data);
-    let total = total_steps(config, data);
-    let swag = (config.sampler == "cycswag").then(|| SwagSetup {
-        rank: config.swag_rank,
-        every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
-        samples: config.swag_samples,
-        bn_batches: config.bn_batches,
-        cycle: total
-            .max(config.cycles)
-            .div_ceil(config.cycles.max(1))
-            .max(1),
-        seed: config.seed,
-        source: TrainBatcher::new(config, data, device),
-    });
-    let mut recorder = Recorder {
-        data,
-        ranks,
-        swag,
-        plain: device.clone().inner(),
-        eval_steps: steps_of(config.eval_every, per_epoch),
-        burn_steps: (config.burn_epochs * per_epoch as f64).round() as u64,
-        per_epoch,
-        held: None,
-        record: Record::default(),
-        clock: Instant::now(),
-    };
-    let schedule = Schedule {
-        length: Length::Steps(total),
-        total,
-        checkpoint_every: if config.checkpoint_every > 0.0 {
-            steps_of(config.checkpoint_every, per_epoch)
+impl NetExperiment for Images {
+    const COMMAND: &'static str = "images";
+    const NOT_OURS: &'static str = "not an images checkpoint";
+    type Config = ImagesConfig;
+    type Data = ImagesData;
+    type Sampler = ImagesSampler;
+    type Record = Record;
+    type Stop = Stop;
+
+    fn sampler_name(config: &ImagesConfig) -> &str {
+        &config.sampler
+    }
+
+    fn chains(config: &ImagesConfig) -> usize {
+        config.chains
+    }
+
+    fn load(root: &Path, config: &ImagesConfig) -> Result<ImagesData, AppError> {
+        ImagesData::load(root, config)
+    }
+
+    fn source(data: &ImagesData) -> &DataRecord {
+        &data.source
+    }
+
+    fn build_on(
+        config: &ImagesConfig,
+        data: &ImagesData,
+        device: &Device,
+        ranks: &Ranks,
+    ) -> Result<ImagesSampler, AppError> {
+        let arch = config.architecture()?;
+        let (classes, channels) = (data.classes(), data.train.channels);
+        arch.init(classes, channels, config.width, device)
+            .map_err(AppError::Usage)?;
+        let placement = ranks.placement(config.chains)?;
+        let here = placement.here();
+        let modules = init::chains_in(device, config.seed, here.clone(), || {
+            arch.init(classes, channels, config.width, device)
+                .expect("checked above")
+        });
+        let ensemble =
+            ModuleEnsemble::new_part(posterior(config, data), modules, config.seed, here.start)?;
+        let per_epoch = steps_per_epoch(config, data);
+        let spec = config.spec(total_steps(config, data), per_epoch)?;
+        if ranks.is_distributed() {
+            return placed(config, spec, ensemble, placement);
+        }
+        // Replica exchange draws fresh minibatches for its swap variance and, with control
+        // variates, passes over the training set for the snapshots' energies. Both index the
+        // training set within its length, so they cannot fail.
+        let (fresh, pass) = (
+            TrainBatcher::new(config, data, device),
+            TrainBatcher::new(config, data, device),
+        );
+        Ok(spec.build_with_data(
+            ensemble,
+            config.seed,
+            Box::new(move |k, j| fresh.fresh(k, j).expect("indices within the training set")),
+            Some(Box::new(move |i| {
+                pass.full_pass(i).expect("indices within the training set")
+            })),
+        )?)
+    }
+
+    fn train(
+        session: Session<'_, Self>,
+        data: &ImagesData,
+        sampler: &mut ImagesSampler,
+        device: &Device,
+    ) -> Result<Record, AppError> {
+        let ranks = session.ranks;
+        let config = &session.meta.config.clone();
+        let per_epoch = steps_per_epoch(config, data);
+        let total = total_steps(config, data);
+        let swag = (config.sampler == "cycswag").then(|| SwagSetup {
+            rank: config.swag_rank,
+            every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
+            samples: config.swag_samples,
+            bn_batches: config.bn_batches,
+            cycle: total
+                .max(config.cycles)
+                .div_ceil(config.cycles.max(1))
+                .max(1),
+            seed: config.seed,
+            source: TrainBatcher::new(config, data, device),
+        });
+        let mut recorder = Recorder {
+            data,
+            ranks,
+            swag,
+            plain: device.clone().inner(),
+            eval_steps: steps_of(config.eval_every, per_epoch),
+            burn_steps: (config.burn_epochs * per_epoch as f64).round() as u64,
+            per_epoch,
+            held: None,
+            record: Record::default(),
+            clock: Instant::now(),
+        };
+        let schedule = Schedule {
+            length: Length::Steps(total),
+            total,
+            checkpoint_every: if config.checkpoint_every > 0.0 {
+                steps_of(config.checkpoint_every, per_epoch)
+            } else {
+                0
+            },
+            stop_after: session.stop.after_steps,
+            progress_every: 500,
+        };
+        let batches = AugmentedBatches::new(config, data, device)?;
+        if config.prefetch > 0 {
+            let mut batches = Prefetch::new(batches, config.prefetch)?;
+            drive(session, schedule, &mut recorder, sampler, &mut batches)?;
         } else {
-            0
-        },
-        stop_after: session.stop.after_steps,
-        progress_every: 500,
-    };
-    let batches = AugmentedBatches::new(config, data, device)?;
-    if config.prefetch > 0 {
-        let mut batches = Prefetch::new(batches, config.prefetch)?;
-        drive(session, schedule, &mut recorder, sampler, &mut batches)?;
-    } else {
-        drive(session, schedule, &mut recorder, sampler, &mut { batches })?;
+            drive(session, schedule, &mut recorder, sampler, &mut { batches })?;
+        }
+        let mut record = recorder.record;
+        if record.steps_done == total
+            && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?
+        {
+            record.energies = join_columns(parts);
+        }
+        Ok(record)
     }
-    let mut record = recorder.record;
-    if record.steps_done == total
-        && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?
-    {
-        record.energies = join_columns(parts);
+
+    fn stopped(config: &ImagesConfig, data: &ImagesData, record: &Record) -> Option<String> {
+        (record.steps_done < total_steps(config, data))
+            .then(|| format!("after {} steps", record.steps_done))
     }
-    Ok(record)
+
+    fn report(
+        config: &ImagesConfig,
+        data: &ImagesData,
+        dir: &Path,
+        device: DeviceChoice,
+        record: &Record,
+        over: &str,
+    ) -> Result<(), AppError> {
+        let s = crate::images::report::write(dir, config, data, record, &device.to_string())?;
+        println!(
+            "{}{over} {} on {}: BMA acc {:.4} nll {:.4} (sum {:.0}) Brier {:.1}‰ ECE {:.2}% over {} models; \
+             last sample acc {:.4} nll {:.4} ECE {:.2}%; BPE {:.4}; {} entropy {:.3} (last {:.3}), \
+             Brier {:.2}‰; {:.2} steps/s on {}, {:.0} s training + {:.0} s evaluation -> {}",
+            config.sampler,
+            config.model,
+            config.dataset,
+            s.bma.accuracy,
+            s.bma.nll,
+            s.bma.nll_sum,
+            s.bma.brier_permille,
+            s.bma.ece_percent,
+            s.bma_models,
+            s.last_sample.accuracy,
+            s.last_sample.nll,
+            s.last_sample.ece_percent,
+            s.bpe_accuracy,
+            config.ood,
+            s.bma_ood.mean_entropy,
+            s.last_sample_ood.mean_entropy,
+            s.bma_ood.brier_permille,
+            s.header.steps_per_second,
+            s.header.device,
+            s.train_seconds,
+            s.eval_seconds,
+            dir.display()
+        );
+        Ok(())
+    }
 }

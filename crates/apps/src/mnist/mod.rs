@@ -29,23 +29,19 @@ pub mod report;
 pub mod run;
 pub mod trajectory;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use sgmcmc_samplers::control::WeightRule;
 
-use burn::tensor::Device;
-
-use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, with_parts};
+use crate::distributed::with_parts;
 use crate::error::AppError;
-use crate::experiment::{NetExperiment, Session};
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
-use run::{Record, Stop};
+use run::Stop;
 
 /// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
 pub const STORY: &[&str] = &[
@@ -224,100 +220,9 @@ pub fn config_of(
     Ok(c)
 }
 
-/// `sgmcmc mnist` in the experiment skeleton ([`crate::experiment`]).
+/// `sgmcmc mnist` in the experiment skeleton ([`crate::experiment`]; its filling is in
+/// [`run`]).
 pub struct Mnist;
-
-impl NetExperiment for Mnist {
-    const COMMAND: &'static str = "mnist";
-    const NOT_OURS: &'static str =
-        "not an mnist checkpoint with its data record, or one from an older sgmcmc";
-    type Config = MnistConfig;
-    type Data = MnistData;
-    type Sampler = run::MnistSampler;
-    type Record = Record;
-    type Stop = Stop;
-
-    fn sampler_name(config: &MnistConfig) -> &str {
-        &config.sampler
-    }
-
-    fn chains(config: &MnistConfig) -> usize {
-        config.chains
-    }
-
-    fn load(root: &Path, config: &MnistConfig) -> Result<MnistData, AppError> {
-        MnistData::load(root, config)
-    }
-
-    fn source(data: &MnistData) -> &DataRecord {
-        &data.source
-    }
-
-    fn build_on(
-        config: &MnistConfig,
-        data: &MnistData,
-        device: &Device,
-        ranks: &Ranks,
-    ) -> Result<run::MnistSampler, AppError> {
-        run::build_on(config, data, device, ranks)
-    }
-
-    fn train(
-        session: Session<'_, Self>,
-        data: &MnistData,
-        sampler: &mut run::MnistSampler,
-        device: &Device,
-    ) -> Result<Record, AppError> {
-        run::train(session, data, sampler, device)
-    }
-
-    fn stopped(config: &MnistConfig, _: &MnistData, record: &Record) -> Option<String> {
-        (record.epochs_done < config.epochs)
-            .then(|| format!("after {} of {} epochs", record.epochs_done, config.epochs))
-    }
-
-    fn report(
-        config: &MnistConfig,
-        data: &MnistData,
-        dir: &Path,
-        device: DeviceChoice,
-        record: &Record,
-        over: &str,
-    ) -> Result<(), AppError> {
-        let s = report::write(dir, config, data, record, &device.to_string())?;
-        println!(
-            "{}{over}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
-             [{:.4}, {:.4}] over the last half, held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
-            config.sampler,
-            s.final_accuracy,
-            s.bma_accuracy,
-            s.bma_nll,
-            s.bma_effective_models,
-            s.bma_models,
-            s.loss_range_last_half[0],
-            s.loss_range_last_half[1],
-            s.heldout_entropy_above_half,
-            s.fashion_entropy_above_half,
-            s.seconds_per_epoch,
-            dir.display()
-        );
-        Ok(())
-    }
-}
-
-/// Runs `config` into `dir` from scratch, or from `resume` (a checkpoint), and writes its outputs
-/// when it reaches the end. Returns the record.
-pub fn execute(
-    config: &MnistConfig,
-    data: &MnistData,
-    dir: &Path,
-    device_choice: DeviceChoice,
-    resume: Option<sgmcmc_engine::Checkpoint>,
-    stop: Stop,
-    quiet: bool,
-) -> Result<Record, AppError> {
-    crate::experiment::execute::<Mnist>(config, data, dir, device_choice, resume, stop, quiet)
-}
 
 /// `sgmcmc mnist`.
 pub fn run(a: &MnistArgs) -> Result<(), AppError> {
@@ -416,7 +321,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             Some(d) => d,
             None => data.insert(MnistData::load(&data_dir(a), config)?),
         };
-        execute(config, d, dir, a.device, None, stop, a.quiet)?;
+        crate::experiment::execute::<Mnist>(config, d, dir, a.device, None, stop, a.quiet)?;
     }
     if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {
         compare::compare(&dirs, &out)?;

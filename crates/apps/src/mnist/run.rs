@@ -32,9 +32,11 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
+use crate::data_record::DataRecord;
+use crate::device::DeviceChoice;
 use crate::distributed::Ranks;
 use crate::error::AppError;
-use crate::experiment::{Schedule, Session, drive};
+use crate::experiment::{NetExperiment, Schedule, Session, drive};
 use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
@@ -113,50 +115,7 @@ pub fn build(
     data: &MnistData,
     device: &Device,
 ) -> Result<MnistSampler, AppError> {
-    build_on(config, data, device, &Ranks::local())
-}
-
-/// [`build`] for this rank's block of the chains laid out over `ranks`.
-pub fn build_on(
-    config: &MnistConfig,
-    data: &MnistData,
-    device: &Device,
-    ranks: &Ranks,
-) -> Result<MnistSampler, AppError> {
-    let posterior = Posterior {
-        likelihood: Likelihood::Categorical,
-        scale: Scale {
-            n_data: data.train.len(),
-            prior_precision: config.prior_precision,
-        },
-    };
-    let cnn = CnnConfig {
-        channels: config.channels,
-        hidden: config.hidden,
-        classes: config.classes.len(),
-        image_size: data.train.rows,
-        ..CnnConfig::default()
-    };
-    let placement = ranks.placement(config.chains)?;
-    let here = placement.here();
-    let modules = init::chains_in(device, config.seed, here.clone(), || cnn.init(device));
-    let ensemble = ModuleEnsemble::new_part(posterior, modules, config.seed, here.start)?;
-    let total = (config.epochs * steps_per_epoch(config, data)) as u64;
-    let sampler = config
-        .spec(total)?
-        .build_placed(ensemble, config.seed, placement)?;
-    if let Some(reach) = sampler
-        .multiplier_reach(total)
-        .filter(|r| *r < 0.01 && ranks.is_leader())
-    {
-        // E.g. `csgld`: the power field at zeta 3e4 from a uniform theta over 10,000 bins.
-        eprintln!(
-            "warning: {}: theta cannot move in this run (the multiplier can leave 1 by at most \
-             {reach:.1e}); it samples as its base kernel",
-            config.sampler
-        );
-    }
-    Ok(sampler)
+    <Mnist as NetExperiment>::build_on(config, data, device, &Ranks::local())
 }
 
 /// The training batches: epoch `e` visits the training images in the order
@@ -303,44 +262,143 @@ impl Recorder<'_> {
     }
 }
 
-/// Runs (or continues) `session` to the end or its stop, checkpointing into its folder.
-/// Returns the record: on rank 0 of a finished run every chain's rows, on the other ranks their
-/// own.
-pub fn train(
-    session: Session<'_, Mnist>,
-    data: &MnistData,
-    sampler: &mut MnistSampler,
-    device: &Device,
-) -> Result<Record, AppError> {
-    let ranks = session.ranks;
-    let config = &session.meta.config.clone();
-    let per_epoch = steps_per_epoch(config, data) as u64;
-    let mut recorder = Recorder {
-        config,
-        data,
-        ranks,
-        plain: device.clone().inner(),
-        burn_epochs: (config.burn_fraction * config.epochs as f64).floor() as usize,
-        held: None,
-        record: Record::default(),
-        clock: Instant::now(),
-    };
-    let schedule = Schedule {
-        length: Length::Epochs(config.epochs as u64),
-        total: config.epochs as u64 * per_epoch,
-        checkpoint_every: config.checkpoint_every as u64 * per_epoch,
-        stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
-        progress_every: 1000,
-    };
-    let mut batches = batches(config, data, device)?;
-    drive(session, schedule, &mut recorder, sampler, &mut batches)?;
-    let mut record = recorder.record;
-    if record.epochs_done == config.epochs
-        && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?
-    {
-        // Every chain's rows in step and chain order, as one process records them.
-        record.steps = parts.into_iter().flatten().collect();
-        record.steps.sort_by_key(|r| (r.step, r.chain));
+impl NetExperiment for Mnist {
+    const COMMAND: &'static str = "mnist";
+    const NOT_OURS: &'static str =
+        "not an mnist checkpoint with its data record, or one from an older sgmcmc";
+    type Config = MnistConfig;
+    type Data = MnistData;
+    type Sampler = MnistSampler;
+    type Record = Record;
+    type Stop = Stop;
+
+    fn sampler_name(config: &MnistConfig) -> &str {
+        &config.sampler
     }
-    Ok(record)
+
+    fn chains(config: &MnistConfig) -> usize {
+        config.chains
+    }
+
+    fn load(root: &Path, config: &MnistConfig) -> Result<MnistData, AppError> {
+        MnistData::load(root, config)
+    }
+
+    fn source(data: &MnistData) -> &DataRecord {
+        &data.source
+    }
+
+    fn build_on(
+        config: &MnistConfig,
+        data: &MnistData,
+        device: &Device,
+        ranks: &Ranks,
+    ) -> Result<MnistSampler, AppError> {
+        let posterior = Posterior {
+            likelihood: Likelihood::Categorical,
+            scale: Scale {
+                n_data: data.train.len(),
+                prior_precision: config.prior_precision,
+            },
+        };
+        let cnn = CnnConfig {
+            channels: config.channels,
+            hidden: config.hidden,
+            classes: config.classes.len(),
+            image_size: data.train.rows,
+            ..CnnConfig::default()
+        };
+        let placement = ranks.placement(config.chains)?;
+        let here = placement.here();
+        let modules = init::chains_in(device, config.seed, here.clone(), || cnn.init(device));
+        let ensemble = ModuleEnsemble::new_part(posterior, modules, config.seed, here.start)?;
+        let total = (config.epochs * steps_per_epoch(config, data)) as u64;
+        let sampler = config
+            .spec(total)?
+            .build_placed(ensemble, config.seed, placement)?;
+        if let Some(reach) = sampler
+            .multiplier_reach(total)
+            .filter(|r| *r < 0.01 && ranks.is_leader())
+        {
+            // E.g. `csgld`: the power field at zeta 3e4 from a uniform theta over 10,000 bins.
+            eprintln!(
+                "warning: {}: theta cannot move in this run (the multiplier can leave 1 by at most \
+                 {reach:.1e}); it samples as its base kernel",
+                config.sampler
+            );
+        }
+        Ok(sampler)
+    }
+
+    fn train(
+        session: Session<'_, Self>,
+        data: &MnistData,
+        sampler: &mut MnistSampler,
+        device: &Device,
+    ) -> Result<Record, AppError> {
+        let ranks = session.ranks;
+        let config = &session.meta.config.clone();
+        let per_epoch = steps_per_epoch(config, data) as u64;
+        let mut recorder = Recorder {
+            config,
+            data,
+            ranks,
+            plain: device.clone().inner(),
+            burn_epochs: (config.burn_fraction * config.epochs as f64).floor() as usize,
+            held: None,
+            record: Record::default(),
+            clock: Instant::now(),
+        };
+        let schedule = Schedule {
+            length: Length::Epochs(config.epochs as u64),
+            total: config.epochs as u64 * per_epoch,
+            checkpoint_every: config.checkpoint_every as u64 * per_epoch,
+            stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
+            progress_every: 1000,
+        };
+        let mut batches = batches(config, data, device)?;
+        drive(session, schedule, &mut recorder, sampler, &mut batches)?;
+        let mut record = recorder.record;
+        if record.epochs_done == config.epochs
+            && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?
+        {
+            // Every chain's rows in step and chain order, as one process records them.
+            record.steps = parts.into_iter().flatten().collect();
+            record.steps.sort_by_key(|r| (r.step, r.chain));
+        }
+        Ok(record)
+    }
+
+    fn stopped(config: &MnistConfig, _: &MnistData, record: &Record) -> Option<String> {
+        (record.epochs_done < config.epochs)
+            .then(|| format!("after {} of {} epochs", record.epochs_done, config.epochs))
+    }
+
+    fn report(
+        config: &MnistConfig,
+        data: &MnistData,
+        dir: &Path,
+        device: DeviceChoice,
+        record: &Record,
+        over: &str,
+    ) -> Result<(), AppError> {
+        let s = crate::mnist::report::write(dir, config, data, record, &device.to_string())?;
+        println!(
+            "{}{over}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
+             [{:.4}, {:.4}] over the last half, held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
+            config.sampler,
+            s.final_accuracy,
+            s.bma_accuracy,
+            s.bma_nll,
+            s.bma_effective_models,
+            s.bma_models,
+            s.loss_range_last_half[0],
+            s.loss_range_last_half[1],
+            s.heldout_entropy_above_half,
+            s.fashion_entropy_above_half,
+            s.seconds_per_epoch,
+            dir.display()
+        );
+        Ok(())
+    }
 }

@@ -116,14 +116,10 @@ impl<F> ClassifierAverage<F> {
         self.state.last.as_deref()
     }
 
-    /// Models added.
-    pub fn models(&self) -> usize {
-        self.state.probabilities.models()
-    }
-
-    /// Kish's effective number of models, `(sum w)^2 / sum w^2`.
-    pub fn effective_models(&self) -> f64 {
-        self.state.probabilities.effective_models()
+    /// The running average of the class probabilities itself: its models and Kish's effective
+    /// number of them ([`LogWeightedMean::models`], [`LogWeightedMean::effective_models`]).
+    pub fn average(&self) -> &LogWeightedMean {
+        &self.state.probabilities
     }
 
     /// Per input: the predictive entropy of the average (total uncertainty) and the mutual
@@ -246,8 +242,8 @@ mod tests {
         // information.
         let last = avg.last_scores(&[0, 1]).unwrap();
         assert_eq!((last.accuracy, last.mutual_information), (0.5, 0.0));
-        assert_eq!(avg.models(), 2);
-        assert!((avg.effective_models() - 16.0 / 10.0).abs() < 1e-12);
+        assert_eq!(avg.average().models(), 2);
+        assert!((avg.average().effective_models() - 16.0 / 10.0).abs() < 1e-12);
     }
 
     #[test]
