@@ -38,7 +38,12 @@ fn sizes_and_counts_outside_their_range_are_refused() {
         "only one sample",
     );
     fails_with(&["vr-resgld", "--iters", "0", "--out", o], 2, "--iters");
-    for s in ["--seconds=-1", "--seconds=nan", "--seconds=inf"] {
+    for s in [
+        "--seconds=-1",
+        "--seconds=nan",
+        "--seconds=inf",
+        "--seconds=1e300",
+    ] {
         fails_with(&["bench", s, "--no-cnn", "--out", o], 2, "--seconds");
     }
     for command in ["mnist", "toy", "images"] {

@@ -188,11 +188,15 @@ pub fn cpu_ns() -> u64 {
         .sum()
 }
 
+/// The longest `--seconds` a measurement may take (a day).
+pub const MAX_SECONDS: f64 = 86_400.0;
+
 /// Runs the benchmarks and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
-    if !(a.seconds.is_finite() && a.seconds > 0.0) {
+    // A measurement of more than a day is a typo (`1e300` ran until killed).
+    if !(a.seconds > 0.0 && a.seconds <= MAX_SECONDS) {
         return Err(AppError::Usage(format!(
-            "--seconds must be finite and > 0, got {}",
+            "--seconds must lie in (0, {MAX_SECONDS}], got {}",
             a.seconds
         )));
     }
