@@ -321,6 +321,7 @@ impl SamplerSettings {
     ///
     /// An unknown sampler name.
     pub fn unread(&self) -> Result<Vec<&'static str>, crate::error::SamplerError> {
+        super::lookup(&self.name)?;
         let d = Self::default();
         let checked = [
             ("temperature", self.temperature != d.temperature),
