@@ -192,7 +192,7 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
 }
 
 /// `sgmcmc images` in the experiment skeleton ([`crate::experiment`]; its filling is in
-/// [`run`]).
+/// [`mod@run`]).
 pub struct Images;
 
 /// The run folder: `--out`, else `runs/images-DATASET-PRESET-SAMPLER`.

@@ -221,7 +221,7 @@ pub fn config_of(
 }
 
 /// `sgmcmc mnist` in the experiment skeleton ([`crate::experiment`]; its filling is in
-/// [`run`]).
+/// [`mod@run`]).
 pub struct Mnist;
 
 /// `sgmcmc mnist`.
