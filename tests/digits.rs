@@ -49,7 +49,13 @@ fn sgld_learns_synthetic_digits_on_every_device_and_repeats_itself() {
             s.models as u64,
             (config.steps - config.burn_in) / config.bma_every
         );
-        for f in ["summary.json", "bma.csv", "accuracy.png"] {
+        for f in [
+            "summary.json",
+            "bma.csv",
+            "accuracy.png",
+            "trace.zarr/posterior/test_nll/.zarray",
+            "trace.zarr/sample_stats/lp/0.0",
+        ] {
             assert!(out.join(f).is_file(), "{choice}: missing {f}");
         }
         let rows = std::fs::read_to_string(out.join("bma.csv")).unwrap();
@@ -60,6 +66,7 @@ fn sgld_learns_synthetic_digits_on_every_device_and_repeats_itself() {
         let d = &s.diagnostics;
         let kept = ((config.steps - config.burn_in - 1) / config.bma_every) as usize;
         assert_eq!((d.chains, d.draws), (1, kept), "{choice}");
+        assert!(d.quantities.contains_key("test_nll"), "{choice}: {d:?}");
         let ess = d.quantities["energy"].ess_bulk;
         assert!(
             if kept >= 4 { ess > 0.0 } else { ess.is_nan() },

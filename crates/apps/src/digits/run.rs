@@ -175,8 +175,9 @@ pub struct DigitsSummary {
     pub brier: f64,
     /// Accuracy of the last model alone.
     pub last_model_accuracy: f64,
-    /// Convergence diagnostics of the averaged models' energies (ESS and MCSE; R-hat is null
-    /// for the one chain).
+    /// Convergence diagnostics of the averaged models' energies and test NLLs (ESS and MCSE;
+    /// R-hat is null for the one chain); the draws themselves are `trace.zarr`, an ArviZ store
+    /// (`scripts/arviz_trace.py`).
     pub diagnostics: TraceSummary,
 }
 
@@ -307,7 +308,7 @@ pub fn run_digits(
         test: &test_set,
         show_progress,
     };
-    let (wall, average, diagnostics) = match config.gradients {
+    let (wall, average, trace) = match config.gradients {
         Gradients::ClosedForm => chain.run(
             MlpPosterior::new(posterior),
             &Set::new(&train, device),
@@ -343,9 +344,10 @@ pub fn run_digits(
         ece: ece(&mean, CLASSES, l, config.ece_bins),
         brier: brier(&mean, CLASSES, l),
         last_model_accuracy: last,
-        diagnostics,
+        diagnostics: trace.summary(),
     };
     write(out, &summary, &rows)?;
+    trace.write_zarr(&out.join("trace.zarr"))?;
     Ok(summary)
 }
 
@@ -365,7 +367,7 @@ impl<'a> Chain<'a> {
         target: T,
         train: &Set,
         device: &Device,
-    ) -> Result<(f64, DigitsAverage<'a>, TraceSummary), AppError> {
+    ) -> Result<(f64, DigitsAverage<'a>, Trace<TestNll<'a>>), AppError> {
         let config = self.config;
         let mlp = network(config.hidden);
         let model = init::seeded(device, config.seed, || mlp.init(device));
@@ -395,7 +397,13 @@ impl<'a> Chain<'a> {
         };
         let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
         let mut progress = progress::report(&bar, 1000);
-        let mut trace = Trace::energies();
+        // Per kept model: its energy, and its own test NLL (the per-sample loss).
+        let test = self.test;
+        let test_nll: TestNll<'a> = Box::new(move |kept: &Kept<Vec<Mlp>>, c| {
+            let probs = predict(&kept.points[kept.index(c)], &test.x).map_err(|e| e.to_string())?;
+            Ok(vec![nll(&probs, CLASSES, &test.labels)])
+        });
+        let mut trace = Trace::new(&["test_nll"], test_nll);
         let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
         let report = Run::steps(steps)
             .keep_when(move |k| k > burn_in && (k - burn_in).is_multiple_of(every))
@@ -405,12 +413,21 @@ impl<'a> Chain<'a> {
             .observe(&mut progress)
             .run(&mut sampler, &mut batches);
         bar.finish_and_clear();
-        Ok((report?.wall_seconds, average, trace.summary()))
+        Ok((report?.wall_seconds, average, trace))
     }
 }
 
+/// The traced functional of a digits run: a kept model's test NLL.
+type TestNll<'a> = Box<dyn FnMut(&Kept<'_, Vec<Mlp>>, usize) -> Result<Vec<f64>, String> + 'a>;
+
 /// What a run writes into its folder.
-pub const FILES: &[&str] = &["config.toml", "summary.json", "bma.csv", "accuracy.png"];
+pub const FILES: &[&str] = &[
+    "config.toml",
+    "summary.json",
+    "bma.csv",
+    "accuracy.png",
+    "trace.zarr",
+];
 
 /// `summary.json`, `bma.csv` (step, models, BMA accuracy / NLL / ECE, last model's accuracy)
 /// and `accuracy.png`.
