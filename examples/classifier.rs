@@ -163,8 +163,8 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
             .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         outcomes.push(Outcome {
             sampler,
-            average: bma.scores(&labels).ok_or("no model kept")?,
-            last: bma.last_scores(&labels).ok_or("no model kept")?,
+            average: bma.scores(&labels)?,
+            last: bma.last_scores(&labels)?,
             reloaded_difference,
         });
     }

@@ -327,10 +327,11 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
         cfg.sampler.temperature = v;
     }
     cfg.sampler = apply_sets(&cfg.sampler, &a.set)?;
-    check_sets_read(&cfg.sampler, &a.set)?;
+    check_sets_read(&[&cfg.sampler], &a.set)?;
     if a.temperature.is_some() && !cfg.sampler.reads("temperature")? {
         return Err(AppError::Usage(format!(
-            "--temperature: {} runs at temperature 0 (it does not sample)",
+            "--temperature: {} does not read the temperature (it runs at 0, or its replica \
+             ladder sets its own)",
             cfg.sampler.name
         )));
     }

@@ -131,15 +131,21 @@ pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
     })
 }
 
-/// Refuses a `--set` of a sampler setting that `settings` (the resolved sampler) does not read
-/// ([`SamplerSettings::reads`]): `--set momentum=0.5` on `sgld` would have no effect.
-pub fn check_sets_read(settings: &SamplerSettings, sets: &[String]) -> Result<(), AppError> {
+/// Refuses a `--set` of a sampler setting that none of `samplers` reads
+/// ([`SamplerSettings::reads`]): `--set momentum=0.5` on `sgld` would have no effect. A run of
+/// several samplers (`uci --table`) takes a setting that one of them reads.
+pub fn check_sets_read(samplers: &[&SamplerSettings], sets: &[String]) -> Result<(), AppError> {
     for set in sets {
         let field = set.split(['=', '.']).next().unwrap_or_default().trim();
-        if !settings.reads(field)? {
+        let mut read = false;
+        for s in samplers {
+            read |= s.reads(field)?;
+        }
+        if !read {
+            let names: Vec<&str> = samplers.iter().map(|s| s.name.as_str()).collect();
             return Err(AppError::Usage(format!(
                 "--set {set}: {} does not read `{field}`, so it would have no effect",
-                settings.name
+                names.join(", ")
             )));
         }
     }

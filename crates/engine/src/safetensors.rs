@@ -106,7 +106,7 @@ pub fn write(
     let mut offset = 0usize;
     for t in tensors {
         let n: usize = t.shape.iter().product();
-        if n != t.values.len() || header.contains_key(&t.name) {
+        if n != t.values.len() || header.contains_key(&t.name) || t.name == "__metadata__" {
             return Err(RunError::Setting(format!(
                 "safetensors: tensor `{}` has {} values for shape {:?}, or its name is taken",
                 t.name,
@@ -141,11 +141,13 @@ pub fn read(path: &Path) -> Result<(Vec<NamedTensor>, BTreeMap<String, String>),
     };
     let n = bytes
         .get(..8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
         .ok_or_else(|| bad("shorter than its header length".into()))?;
-    let json = bytes
-        .get(8..8usize.saturating_add(n))
+    let json = usize::try_from(n)
+        .ok()
+        .and_then(|n| bytes.get(8..8usize.checked_add(n)?))
         .ok_or_else(|| bad(format!("a header of {n} bytes past the end")))?;
+    let n = json.len();
     let data = &bytes[8 + n..];
     let header: Map<String, Value> =
         serde_json::from_slice(json).map_err(|e| bad(format!("header: {e}")))?;
@@ -161,10 +163,10 @@ pub fn read(path: &Path) -> Result<(Vec<NamedTensor>, BTreeMap<String, String>),
             .map_err(|e| bad(format!("`{name}` shape: {e}")))?;
         let [begin, end]: [usize; 2] = serde_json::from_value(offsets.clone())
             .map_err(|e| bad(format!("`{name}` offsets: {e}")))?;
-        let count: usize = shape.iter().product();
+        let bytes_of = shape.iter().try_fold(4usize, |acc, &d| acc.checked_mul(d));
         let raw = data
             .get(begin..end)
-            .filter(|r| dtype == "F32" && r.len() == 4 * count)
+            .filter(|r| dtype == "F32" && Some(r.len()) == bytes_of)
             .ok_or_else(|| bad(format!("`{name}`: {dtype} {shape:?} at {begin}..{end}")))?;
         tensors.push((
             begin,
@@ -179,6 +181,20 @@ pub fn read(path: &Path) -> Result<(Vec<NamedTensor>, BTreeMap<String, String>),
         ));
     }
     tensors.sort_by_key(|(begin, _)| *begin);
+    // The specification's buffer rule: the tensors fill it back to back, no holes or overlaps.
+    let mut end = 0;
+    for (begin, t) in &tensors {
+        if *begin != end {
+            return Err(bad(format!("`{}` starts at {begin}, not at {end}", t.name)));
+        }
+        end += 4 * t.values.len();
+    }
+    if end != data.len() {
+        return Err(bad(format!(
+            "{} bytes after the last tensor",
+            data.len() - end
+        )));
+    }
     Ok((tensors.into_iter().map(|(_, t)| t).collect(), metadata))
 }
 

@@ -5,8 +5,8 @@
 //! array `.zarray` (shape, chunks, little-endian dtype `<f8` / `<i8`, no compressor, C order),
 //! `.zattrs` with xarray's `_ARRAY_DIMENSIONS`, and its one chunk `0` / `0.0` as raw bytes; the
 //! root's `.zmetadata` repeats every metadata document (consolidated metadata, which xarray
-//! reads first). The store is written into a hidden sibling folder and renamed into place, so
-//! a crash leaves the old store or the new one.
+//! reads first). The store is written into a hidden sibling folder and renamed into place
+//! (the old one moved aside first, and back on failure).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -128,7 +128,8 @@ pub fn write_store(
             put(format!("{}/{}/.zarray", g.name, a.name), zarray)?;
             let dims = json!({"_ARRAY_DIMENSIONS": a.dims});
             put(format!("{}/{}/.zattrs", g.name, a.name), dims)?;
-            let chunk = vec!["0"; a.shape.len()].join(".");
+            // Zarr v2 names the one chunk `0`, `0.0`, ... (`0` for a 0-d array too).
+            let chunk = vec!["0"; a.shape.len().max(1)].join(".");
             write_atomic(
                 &tmp.join(&g.name).join(&a.name).join(chunk),
                 &a.values.bytes(),
@@ -172,22 +173,25 @@ fn check(groups: &[Group]) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Moves the finished folder `tmp` to `path`, replacing what was there.
+/// Moves the finished folder `tmp` to `path`, replacing what was there: the old store is
+/// moved aside first and back if the new one cannot take its place (a crash between the two
+/// renames leaves it at `.NAME.old`).
 fn replace_dir(tmp: &Path, path: &Path) -> Result<(), RunError> {
     let old: PathBuf = path.with_file_name(format!(
         ".{}.old",
         path.file_name().unwrap_or_default().to_string_lossy()
     ));
     let _ = fs::remove_dir_all(&old);
-    let moved = if path.exists() {
-        fs::rename(path, &old)
-    } else {
-        Ok(())
-    };
-    moved
-        .and_then(|()| fs::rename(tmp, path))
-        .and_then(|()| sync_dir(path))
-        .map_err(|e| RunError::io("cannot write", path, e))?;
+    let had_old = path.exists();
+    if had_old {
+        fs::rename(path, &old).map_err(|e| RunError::io("cannot write", path, e))?;
+    }
+    if let Err(e) = fs::rename(tmp, path).and_then(|()| sync_dir(path)) {
+        if had_old {
+            let _ = fs::rename(&old, path);
+        }
+        return Err(RunError::io("cannot write", path, e));
+    }
     let _ = fs::remove_dir_all(&old);
     Ok(())
 }

@@ -134,7 +134,39 @@ fn files_that_do_not_fit_are_errors() {
         let e = read(&path).unwrap_err().to_string();
         assert!(e.contains("not a safetensors file"), "{cut}: {e}");
     }
-    // A tensor whose values do not fill its shape is not written.
+    // Headers that lie: a shape whose size overflows, a hole between tensors, a huge header.
+    let raw = |header: &str, data: &[u8]| {
+        let mut b = (header.len() as u64).to_le_bytes().to_vec();
+        b.extend_from_slice(header.as_bytes());
+        b.extend_from_slice(data);
+        b
+    };
+    for (header, data) in [
+        (
+            r#"{"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,0]}}"#,
+            &[][..],
+        ),
+        (
+            r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}"#,
+            &[0u8; 12][..],
+        ),
+        (
+            r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#,
+            &[0u8; 8][..],
+        ),
+    ] {
+        std::fs::write(&path, raw(header, data)).unwrap();
+        let e = read(&path).unwrap_err().to_string();
+        assert!(e.contains("not a safetensors file"), "{header}: {e}");
+    }
+    let mut huge = u64::MAX.to_le_bytes().to_vec();
+    huge.extend_from_slice(b"{}");
+    std::fs::write(&path, huge).unwrap();
+    assert!(read(&path).is_err());
+    // A tensor whose values do not fill its shape is not written, nor one named as the metadata.
+    let mut meta_named = all[0].clone();
+    meta_named.name = "__metadata__".into();
+    assert!(write(&path, &[meta_named], &BTreeMap::new()).is_err());
     let mut bad = all[0].clone();
     bad.values.pop();
     assert!(write(&path, &[bad], &BTreeMap::new()).is_err());

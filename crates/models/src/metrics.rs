@@ -126,9 +126,10 @@ pub fn mutual_information(mean: &[f64], k: usize, mean_entropy: &[f64]) -> Vec<f
 /// Area under the ROC curve of telling `positives` from `negatives` by their scores (higher
 /// means positive): `P(s+ > s-) + P(s+ = s-) / 2` over all pairs, the Mann-Whitney statistic;
 /// `NaN` when either set is empty. For out-of-distribution detection the scores are the
-/// predictive entropies and the out-of-distribution inputs are the positives.
+/// predictive entropies and the out-of-distribution inputs are the positives. A NaN score
+/// makes it NaN.
 pub fn auroc(negatives: &[f64], positives: &[f64]) -> f64 {
-    if negatives.is_empty() || positives.is_empty() {
+    if negatives.is_empty() || positives.is_empty() || any_nan(negatives, positives) {
         return f64::NAN;
     }
     // Ranks from 1, tied scores sharing their mean rank.
@@ -144,9 +145,9 @@ pub fn auroc(negatives: &[f64], positives: &[f64]) -> f64 {
 /// positive), the area under the precision-recall curve as scikit-learn's
 /// `average_precision_score` computes it: `sum_t (R_t - R_{t-1}) P_t` over the distinct scores
 /// `t` from the highest down, with precision `P_t` and recall `R_t` of calling every score
-/// `>= t` positive; `NaN` without positives.
+/// `>= t` positive; `NaN` without positives or with a NaN score.
 pub fn average_precision(negatives: &[f64], positives: &[f64]) -> f64 {
-    if positives.is_empty() {
+    if positives.is_empty() || any_nan(negatives, positives) {
         return f64::NAN;
     }
     let (mut tp, mut ap, mut recall) = (0.0, 0.0, 0.0);
@@ -157,6 +158,11 @@ pub fn average_precision(negatives: &[f64], positives: &[f64]) -> f64 {
         recall = r;
     }
     ap
+}
+
+/// Whether a score is NaN (no ranking then: both areas are NaN).
+fn any_nan(negatives: &[f64], positives: &[f64]) -> bool {
+    negatives.iter().chain(positives).any(|s| s.is_nan())
 }
 
 /// The scores of `negatives` and `positives` sorted (descending or ascending) and cut into
@@ -179,7 +185,10 @@ fn tie_groups(
     let mut groups = Vec::new();
     let mut i = 0;
     while i < all.len() {
-        let j = i + all[i..].iter().take_while(|x| x.0 == all[i].0).count();
+        let j = i + all[i..]
+            .iter()
+            .take_while(|x| x.0.total_cmp(&all[i].0).is_eq())
+            .count();
         groups.push((i, j, all[i..j].iter().filter(|x| x.1).count()));
         i = j;
     }
@@ -291,6 +300,8 @@ mod tests {
         // 0.35 (tp 2, fp 2: R 1, P 1/2): AP = 1/2 * 1 + 1/2 * 1/2 = 0.75.
         assert!((average_precision(&neg, &pos) - 0.75).abs() < 1e-15);
         assert!(auroc(&[], &pos).is_nan() && average_precision(&neg, &[]).is_nan());
+        // A NaN score ranks nothing (and does not hang the tie grouping).
+        assert!(auroc(&[f64::NAN], &pos).is_nan() && average_precision(&neg, &[f64::NAN]).is_nan());
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::UciDataset;
 use sgmcmc_samplers::control::RandomField;
-use sgmcmc_samplers::registry::Family;
+use sgmcmc_samplers::registry::{Family, SamplerSettings};
 
 use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
 use crate::data_record::{DataDigest, DataRecord};
@@ -344,7 +344,10 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     }
     run.chains = a.chains;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
-    crate::overrides::check_sets_read(&run.sampler, &a.set)?;
+    if !a.table {
+        // The table checks its `--set`s against all its samplers at once.
+        crate::overrides::check_sets_read(&[&run.sampler], &a.set)?;
+    }
     // Every setting is checked before any run starts, as a config file's would be (the seed
     // count by `check_counts`).
     check_run(&run)?;
@@ -706,6 +709,15 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
     let names = ["energy", "concrete", "yacht", "wine-quality-red"].map(String::from);
     let samplers = ["sgd", "sgld", "csgld", "msgd", "sghmc", "csghmc"];
     check_counts(a)?;
+    // Every run's settings, checked before the folder is touched; a `--set` counts when one
+    // of the table's samplers reads it.
+    let runs = names
+        .iter()
+        .flat_map(|d| samplers.map(|s| (d, s)))
+        .map(|(d, s)| Ok((d.clone(), run_of(a, d, s)?)))
+        .collect::<Result<Vec<_>, AppError>>()?;
+    let settings: Vec<&SamplerSettings> = runs.iter().map(|(_, r)| &r.sampler).collect();
+    crate::overrides::check_sets_read(&settings, &a.set)?;
     let out = a
         .out
         .clone()
@@ -721,19 +733,16 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         })
         .collect::<Result<_, _>>()?;
     let mut jobs = Vec::new();
-    for d in &names {
-        for s in samplers {
-            let run = run_of(a, d, s)?;
-            for seed in 0..a.seeds {
-                jobs.push(Job {
-                    dataset: d.clone(),
-                    run: UciRun {
-                        seed,
-                        ..run.clone()
-                    },
-                    files: None,
-                });
-            }
+    for (d, run) in &runs {
+        for seed in 0..a.seeds {
+            jobs.push(Job {
+                dataset: d.clone(),
+                run: UciRun {
+                    seed,
+                    ..run.clone()
+                },
+                files: None,
+            });
         }
     }
     let start = std::time::Instant::now();

@@ -131,16 +131,24 @@ impl<F> ClassifierAverage<F> {
         Some((entropy(&mean, self.classes), mi))
     }
 
-    /// The model average's scores on the set's `labels` (`None` before a model).
-    pub fn scores(&self, labels: &[usize]) -> Option<ClassifierScores> {
-        let (_, mi) = self.uncertainty()?;
-        let mean = self.probabilities()?;
-        Some(score(&mean, self.classes, labels, mean_of(&mi)))
+    /// The model average's scores on the set's `labels` (one per input, each below `classes`).
+    ///
+    /// # Errors
+    ///
+    /// Before a model with positive weight, or for labels that do not fit the predictions.
+    pub fn scores(&self, labels: &[usize]) -> Result<ClassifierScores, RunError> {
+        let (_, mi) = self.uncertainty().ok_or_else(no_model)?;
+        let mean = self.probabilities().ok_or_else(no_model)?;
+        score(&mean, self.classes, labels, mean_of(&mi))
     }
 
     /// The last model's scores on the set's `labels`, for comparison with the average.
-    pub fn last_scores(&self, labels: &[usize]) -> Option<ClassifierScores> {
-        Some(score(self.last()?, self.classes, labels, 0.0))
+    ///
+    /// # Errors
+    ///
+    /// As [`ClassifierAverage::scores`].
+    pub fn last_scores(&self, labels: &[usize]) -> Result<ClassifierScores, RunError> {
+        score(self.last().ok_or_else(no_model)?, self.classes, labels, 0.0)
     }
 
     /// How well the average's predictive entropy tells `other`'s inputs (out of distribution)
@@ -155,13 +163,29 @@ impl<F> ClassifierAverage<F> {
     }
 }
 
+fn no_model() -> RunError {
+    RunError::Observer("the classifier average has no model with a positive weight yet".into())
+}
+
 fn mean_of(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 /// Scores of the probabilities `probs` on `labels`, with the mutual information given.
-fn score(probs: &[f64], k: usize, labels: &[usize], mutual_information: f64) -> ClassifierScores {
-    ClassifierScores {
+fn score(
+    probs: &[f64],
+    k: usize,
+    labels: &[usize],
+    mutual_information: f64,
+) -> Result<ClassifierScores, RunError> {
+    if labels.len() * k != probs.len() || labels.iter().any(|&y| y >= k) {
+        return Err(RunError::Observer(format!(
+            "{} labels (each below {k}) for {} inputs of {k} class probabilities",
+            labels.len(),
+            probs.len() / k.max(1)
+        )));
+    }
+    Ok(ClassifierScores {
         accuracy: accuracy(probs, k, labels),
         nll: nll(probs, k, labels),
         brier: brier(probs, k, labels),
@@ -169,7 +193,7 @@ fn score(probs: &[f64], k: usize, labels: &[usize], mutual_information: f64) -> 
         reliability: reliability(probs, k, labels, CALIBRATION_BINS),
         entropy: mean_of(&entropy(probs, k)),
         mutual_information,
-    }
+    })
 }
 
 impl<S, M, F> Observer<S> for ClassifierAverage<F>
@@ -270,5 +294,12 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("earlier 3"), "{e}");
         assert!(ClassifierAverage::new(0, none).add_log(0.0, &[]).is_err());
+        // Labels must match the predictions: one per input, each a class.
+        assert!(avg.scores(&[0]).is_ok());
+        assert!(avg.scores(&[0, 1]).is_err() && avg.scores(&[3]).is_err());
+        assert!(
+            ClassifierAverage::new(3, none).scores(&[0]).is_err(),
+            "no model yet"
+        );
     }
 }

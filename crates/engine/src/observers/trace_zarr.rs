@@ -24,8 +24,8 @@ impl<F> Trace<F> {
     ///
     /// # Errors
     ///
-    /// [`RunError::Setting`] without draws or for a functional named `chain`, `draw` or with a
-    /// name that is not a file name; [`RunError::Io`] when the store cannot be written.
+    /// [`RunError::Setting`] without draws or for a functional named `chain`, `draw`, twice or
+    /// with a name that is not a file name; [`RunError::Io`] when the store cannot be written.
     pub fn write_zarr(&self, path: &Path) -> Result<(), RunError> {
         let chains: Vec<i64> = self.state.chains.keys().map(|&c| c as i64).collect();
         let draws = self.draws_per_chain();
@@ -59,11 +59,12 @@ impl<F> Trace<F> {
         };
         let flat = |q: &str| -> Vec<f64> { self.draws(q).unwrap_or_default().concat() };
         let mut posterior = coords();
-        for name in &self.state.names {
-            if !valid_key(name) || name == "chain" || name == "draw" {
+        for (i, name) in self.state.names.iter().enumerate() {
+            let repeated = self.state.names[..i].contains(name);
+            if !valid_key(name) || name == "chain" || name == "draw" || repeated {
                 return Err(RunError::Setting(format!(
                     "a traced functional named `{name}` cannot be a variable of the store \
-                     (names are file names other than `chain` and `draw`)"
+                     (names are distinct file names other than `chain` and `draw`)"
                 )));
             }
             posterior.push(variable(name, Values::F64(flat(name))));

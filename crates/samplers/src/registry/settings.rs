@@ -279,8 +279,9 @@ impl SamplerSettings {
     /// `momentum`, `contour`, ...). Kernel fields count by the kernel ([`super::KernelKind`]:
     /// `temperature` is not read by SGD and momentum SGD, which run at 0); the `cyclical`,
     /// `contour` and `replica` tables by the family (the cyclical table is also read by replica
-    /// exchange with `replica.cyclical_lr`); `name`, `lr` and the `annealing` table (read by
-    /// several families) count as read.
+    /// exchange with `replica.cyclical_lr`); replica exchange given `replica.lrs` (or, with
+    /// Metropolis swaps, `replica.temperatures`) does not read `lr` (`temperature`); `name` and
+    /// the `annealing` table (read by several families) count as read.
     ///
     /// # Errors
     ///
@@ -293,9 +294,12 @@ impl SamplerSettings {
             entry.family,
             Family::Metropolis | Family::Deterministic | Family::VarianceReduced
         );
+        let tempered = matches!(entry.family, Family::Metropolis | Family::VarianceReduced);
         Ok(match field {
-            "name" | "lr" | "annealing" => true,
-            "temperature" => k.samples(),
+            "name" | "annealing" => true,
+            // Replica exchange with its own ladder reads the ladder instead.
+            "lr" => !replica || self.replica.lrs.is_empty(),
+            "temperature" => k.samples() && (!tempered || self.replica.temperatures.is_empty()),
             "momentum" => matches!(k, K::Momentum | K::Sghmc | K::Baoab),
             "noise_estimate" | "resample_every" => k == K::Sghmc,
             "psgld_alpha" | "psgld_lambda" => k == K::Psgld,
@@ -393,6 +397,11 @@ mod tests {
         assert_eq!(r.unread().unwrap(), ["cyclical"]);
         r.replica.cyclical_lr = true;
         assert!(r.unread().unwrap().is_empty());
+        // A ladder of its own replaces lr and temperature.
+        assert!(r.reads("lr").unwrap() && r.reads("temperature").unwrap());
+        r.replica.lrs = vec![1e-3, 2e-3];
+        r.replica.temperatures = vec![1.0, 5.0];
+        assert!(!r.reads("lr").unwrap() && !r.reads("temperature").unwrap());
         assert!(SamplerSettings::named("nope").unread().is_err());
         assert!(r.reads("contour").is_ok_and(|r| !r) && r.reads("colour").is_err());
     }
