@@ -214,7 +214,7 @@ where
 
 /// What a parse error means: the help or version asked for (printed, success), `sgmcmc` alone
 /// (the help, then bad usage: nothing ran), or bad usage in one line.
-fn clap_error(e: clap::Error) -> Result<(), AppError> {
+pub fn clap_error(e: clap::Error) -> Result<(), AppError> {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         print!("{e}");

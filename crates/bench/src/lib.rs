@@ -55,12 +55,10 @@ pub fn command() -> sgmcmc_apps::cli::External {
             "Throughput and sampler overheads as ratios in one run: toy chains, MLPs, the papers' CNN, ResNet20 (--only picks groups)",
         ),
         run: |m| {
-            let a = BenchArgs::from_arg_matches(m)
-                .map_err(|e| {
-                let text = e.to_string();
-                let line = text.lines().next().unwrap_or("bad usage");
-                AppError::Usage(line.trim_start_matches("error: ").to_string())
-            })?;
+            let a = match BenchArgs::from_arg_matches(m) {
+                Ok(a) => a,
+                Err(e) => return sgmcmc_apps::cli::clap_error(e),
+            };
             run(&a)
         },
     }

@@ -1,7 +1,9 @@
 //! One `sgmcmc digits` run: data to tensors, the stepping loop with the streaming model
 //! average, and the run's files (`summary.json`, `bma.csv`, `accuracy.png`).
 
+use std::cell::Cell;
 use std::path::Path;
+use std::rc::Rc;
 
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
@@ -223,6 +225,9 @@ struct DigitsAverage<'a> {
     last: f64,
     /// Whether the chain after the last step joins the average.
     add_final: bool,
+    /// The step and test NLL of the model added last, which the trace records (one forward
+    /// pass per kept model serves both).
+    model_nll: Rc<Cell<(u64, f64)>>,
 }
 
 impl DigitsAverage<'_> {
@@ -231,6 +236,7 @@ impl DigitsAverage<'_> {
         let p = predict(model, &self.test.x).map_err(|e| RunError::Observer(e.to_string()))?;
         let l = &self.test.labels;
         self.last = accuracy(&p, CLASSES, l);
+        self.model_nll.set((steps, nll(&p, CLASSES, l)));
         self.bma.add(1.0, &p);
         let mean = self.bma.mean().expect("a model was added");
         self.rows.push(vec![
@@ -394,15 +400,21 @@ impl<'a> Chain<'a> {
             rows: Vec::new(),
             last: 0.0,
             add_final: (steps - burn_in).is_multiple_of(every),
+            model_nll: Rc::default(),
         };
         let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
         let mut progress = progress::report(&bar, 1000);
-        // Per kept model: its energy, and its own test NLL (the per-sample loss).
-        let test = self.test;
-        let test_nll: TestNll<'a> = Box::new(move |kept: &Kept<Vec<Mlp>>, c| {
-            let probs = predict(&kept.points[kept.index(c)], &test.x).map_err(|e| e.to_string())?;
-            Ok(vec![nll(&probs, CLASSES, &test.labels)])
-        });
+        // Per kept model: its energy, and its own test NLL (the per-sample loss), which the
+        // average (observed first) has just computed for the same step.
+        let model_nll = average.model_nll.clone();
+        let test_nll: TestNll<'a> =
+            Box::new(move |kept: &Kept<Vec<Mlp>>, _| match model_nll.get() {
+                (k, v) if k == kept.step => Ok(vec![v]),
+                (k, _) => Err(format!(
+                    "the traced test NLL is of step {k}, not {}",
+                    kept.step
+                )),
+            });
         let mut trace = Trace::new(&["test_nll"], test_nll);
         let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
         let report = Run::steps(steps)

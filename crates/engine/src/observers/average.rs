@@ -60,6 +60,22 @@ impl<F> ModelAverage<F> {
     }
 }
 
+/// Each kept target chain's model with its log weight, in chain order; an error where the
+/// ensemble does not host one chain per module (a model average needs networks, not toy rows).
+pub(super) fn kept_models<'k, M>(
+    kept: &'k Kept<'_, Vec<M>>,
+) -> impl Iterator<Item = Result<(&'k M, f64), RunError>> + 'k {
+    kept.chains.iter().map(move |&c| {
+        let model = kept.points.get(kept.index(c)).ok_or_else(|| {
+            RunError::Observer(format!(
+                "a model average needs one chain per module ({} modules, chain {c})",
+                kept.points.len(),
+            ))
+        })?;
+        Ok((model, kept.log_weights[c]))
+    })
+}
+
 impl<S, M, F> Observer<S> for ModelAverage<F>
 where
     S: Sampler,
@@ -71,15 +87,10 @@ where
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        for &c in kept.chains {
-            if kept.index(c) >= kept.points.len() {
-                return Err(RunError::Observer(format!(
-                    "a model average needs one chain per module ({} modules, chain {c})",
-                    kept.points.len(),
-                )));
-            }
-            let p = (self.predict)(&kept.points[kept.index(c)]).map_err(RunError::Observer)?;
-            self.state.mean.add_log(kept.log_weights[c], &p);
+        for model in kept_models(kept) {
+            let (model, log_w) = model?;
+            let p = (self.predict)(model).map_err(RunError::Observer)?;
+            self.state.mean.add_log(log_w, &p);
             self.state.last = Some(p);
         }
         Ok(())

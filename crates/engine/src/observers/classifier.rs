@@ -10,6 +10,7 @@ use sgmcmc_samplers::collect::LogWeightedMean;
 use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::Sampler;
 
+use super::average::kept_models;
 use crate::error::RunError;
 use crate::observer::{Kept, Observer, Progress, decode, encode};
 
@@ -207,16 +208,10 @@ where
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        for &c in kept.chains {
-            let model = kept.points.get(kept.index(c)).ok_or_else(|| {
-                RunError::Observer(format!(
-                    "a model average needs one chain per module ({} modules, chain {c})",
-                    kept.points.len(),
-                ))
-            })?;
+        for model in kept_models(kept) {
+            let (model, log_w) = model?;
             let probs = (self.predict)(model).map_err(RunError::Observer)?;
-            self.add_log(kept.log_weights[c], &probs)
-                .map_err(RunError::Observer)?;
+            self.add_log(log_w, &probs).map_err(RunError::Observer)?;
         }
         Ok(())
     }
