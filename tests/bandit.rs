@@ -76,6 +76,20 @@ fn tiny_preset_writes_every_file() {
     assert_eq!(agents.len(), 2);
     assert_eq!(agents[1]["agent"], "picsgld");
     assert_eq!(agents[1]["seeds"], 2);
+    // Per seed, the 4 chains' energies at the end of bandit steps 5..=8 of 8.
+    let diagnostics = agents[1]["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 2);
+    for d in diagnostics {
+        assert_eq!(
+            (d["chains"].as_u64(), d["draws"].as_u64()),
+            (Some(4), Some(4)),
+            "{d}"
+        );
+        assert!(
+            d["quantities"]["energy"]["rhat"].as_f64().unwrap() >= 1.0 - 1e-12,
+            "{d}"
+        );
+    }
     // A second run into the same folder needs --force.
     fails_with(&args, 2, "not empty");
     let mut forced = args.to_vec();
@@ -290,6 +304,7 @@ fn thompson_psgld_beats_eps_greedy() {
                 .map(|seed| {
                     *run_agent(&config, agent, &data, seed, &device)
                         .unwrap()
+                        .0
                         .last()
                         .unwrap()
                 })

@@ -70,7 +70,8 @@ fn the_resnet_pipeline_learns_the_synthetic_classes() {
     let _serial = serial();
     let root = tmp("images-learn");
     // lr 0.1 on the mean loss, as the papers; 30 epochs = 120 steps.
-    let config = small("msgd", 30.0);
+    let mut config = small("msgd", 30.0);
+    config.save_samples = true;
     let data = ImagesData::load(&root, &config).unwrap();
     let dir = dir_in(&root, "msgd");
     let record = on_flex(&config, &data, &dir);
@@ -91,6 +92,56 @@ fn the_resnet_pipeline_learns_the_synthetic_classes() {
     for f in sgmcmc::apps::images::FILES {
         assert!(dir.join(f).exists(), "{f} missing");
     }
+    predict_gives_the_runs_average(&root, &dir, &data, &summary);
+}
+
+/// `sgmcmc predict` on the run's saved networks and its test images (an IDX file, labels one
+/// per line) gives the run's model average: the same metrics to the last bits, since it loads
+/// the same networks and sums in the same order.
+fn predict_gives_the_runs_average(
+    root: &Path,
+    dir: &Path,
+    data: &ImagesData,
+    summary: &serde_json::Value,
+) {
+    let test = &data.test;
+    let images = root.join("test-images.idx");
+    let dims = [test.len(), test.channels, test.rows, test.cols];
+    sgmcmc::data::idx::write_idx(&images, &dims, &test.pixels, false).unwrap();
+    let labels = root.join("test-labels.txt");
+    let text: String = test.labels.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&labels, text).unwrap();
+    let out = root.join("predicted/predictions.csv");
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (dir, images, labels, out) = (path(dir), path(&images), path(&labels), path(&out));
+    succeeds(&[
+        "predict", "--run", &dir, "--data", &images, "--labels", &labels, "--out", &out,
+    ]);
+    let metrics: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&out).with_file_name("metrics.json")).unwrap(),
+    )
+    .unwrap();
+    for m in ["accuracy", "nll", "brier_permille", "ece_percent"] {
+        assert_eq!(metrics[m], summary["bma"][m], "{m}");
+    }
+    let csv = std::fs::read_to_string(&out).unwrap();
+    let rows: Vec<Vec<f64>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), test.len());
+    for r in &rows {
+        // p_0..p_9, class, entropy, mutual information (between 0 and the entropy).
+        assert!((r[..10].iter().sum::<f64>() - 1.0).abs() < 1e-5, "{r:?}");
+        assert!(r[12] >= -1e-9 && r[12] <= r[11] + 1e-9, "{r:?}");
+    }
+    // A label outside the run's classes is refused in one line.
+    std::fs::write(&labels, "10\n".repeat(test.len())).unwrap();
+    let args = [
+        "predict", "--run", &dir, "--data", &images, "--labels", &labels,
+    ];
+    fails_with(&args, 2, "not one of the run's 10 classes");
 }
 
 /// Every sampler family of the tables, a few steps on every compiled device: the outputs are
@@ -134,6 +185,15 @@ fn every_sampler_family_runs_on_every_device() {
             let nll = s["bma"]["nll"].as_f64().unwrap();
             assert!(nll.is_finite() && nll > 0.0, "{choice} {sampler}: {s}");
             assert!(s["bma_models"].as_u64().unwrap() >= 1, "{choice} {sampler}");
+            // The trace holds the averaged networks (cycSWAG averages its own draws).
+            let d = &s["diagnostics"];
+            if *sampler != "cycswag" {
+                assert_eq!(
+                    d["chains"].as_u64().unwrap() * d["draws"].as_u64().unwrap(),
+                    s["bma_models"].as_u64().unwrap(),
+                    "{choice} {sampler}: {s}"
+                );
+            }
             assert_eq!(s["device"], choice.to_string());
             assert!(record.energies.iter().flatten().all(|e| e.is_finite()));
         }

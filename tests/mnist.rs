@@ -76,7 +76,22 @@ fn the_cnn_sampler_learns_synthetic_digits_on_every_device() {
             last.bma_accuracy.unwrap() > 0.9 && last.chain_accuracy.iter().all(|a| *a > 0.9),
             "{choice}: accuracy {last:?}"
         );
+        // The trace holds the averaged models: every chain at every collected evaluation.
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
+        let d = &s["diagnostics"];
+        assert_eq!(
+            d["chains"].as_u64().unwrap() * d["draws"].as_u64().unwrap(),
+            s["bma_models"].as_u64().unwrap(),
+            "{choice}: {s}"
+        );
+        assert!(
+            d["quantities"]["energy"]["ess_bulk"].as_f64().unwrap() > 0.0,
+            "{s}"
+        );
         for f in [
+            "trace.zarr/.zgroup",
             "summary.json",
             "loss.csv",
             "accuracy.csv",

@@ -15,13 +15,17 @@
 
 use std::path::{Path, PathBuf};
 
+use burn::module::Module;
 use burn::tensor::Device;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard};
+use sgmcmc_engine::observers::{
+    BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary,
+};
 use sgmcmc_engine::run::Length;
 use sgmcmc_engine::{BatchSource, Checkpoint, Checkpoints, Observer, Run};
 use sgmcmc_samplers::comm::ChainLayout;
+use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::Sampler;
 
 use crate::data_record::DataRecord;
@@ -29,6 +33,7 @@ use crate::device::DeviceChoice;
 use crate::distributed::{Ranks, Resume, with_parts};
 use crate::error::AppError;
 use crate::output::{fresh_run_dir, write_toml};
+use crate::predict::SavedModel;
 use crate::progress;
 use crate::run_meta::{RunMeta, checkpoint_path};
 
@@ -42,8 +47,10 @@ pub trait NetExperiment: Sized {
     type Config: Clone + Serialize + DeserializeOwned;
     /// The data a run reads.
     type Data;
+    /// The network of a chain.
+    type Network: Module;
     /// The sampler over the run's chains.
-    type Sampler: Sampler;
+    type Sampler: Sampler<Ensemble: Ensemble<Snapshot = Vec<Self::Network>>>;
     /// What a run records (checkpointed by its recorder).
     type Record;
     /// Where a run stops early (tests of resume, `--stop-after`).
@@ -115,7 +122,18 @@ pub struct Schedule {
     pub stop_after: Option<u64>,
     /// Steps between progress-bar updates.
     pub progress_every: u64,
+    /// The steps whose pre-move points are the run's draws (the models its average collects):
+    /// the trace records their energies and log weights ([`Trace`]).
+    pub keep: Box<dyn Fn(u64) -> bool>,
+    /// Save the draws' networks in `samples/`, described by this `model.json`, for `sgmcmc
+    /// predict` (one process).
+    pub save: Option<SavedModel>,
 }
+
+/// The description of a run's saved networks ([`Schedule::save`]).
+pub const MODEL_FILE: &str = "model.json";
+/// The folder of a run's saved networks ([`Schedule::save`]).
+pub const SAMPLES_DIR: &str = "samples";
 
 /// Runs `config` into `dir` in one process, from scratch or from the checkpoint `resume`, and
 /// writes its outputs when it reaches the end. Returns the record.
@@ -221,6 +239,17 @@ pub fn resume<E: NetExperiment>(
     Ok(())
 }
 
+/// Writes a finished run's trace ([`drive`]'s) as `trace.zarr` in `dir`, an ArviZ store
+/// (`scripts/arviz_trace.py`), and returns its diagnostics for `summary.json`.
+pub fn write_trace(dir: &Path, trace: &TracePart) -> Result<TraceSummary, AppError> {
+    let trace = Trace::from(trace.clone());
+    trace.write_zarr(&dir.join(TRACE_FILE))?;
+    Ok(trace.summary())
+}
+
+/// The file of [`write_trace`].
+pub const TRACE_FILE: &str = "trace.zarr";
+
 /// Flags of a fresh run that are not its settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Launch {
@@ -262,16 +291,17 @@ pub fn run_distributed<E: NetExperiment>(
 }
 
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
-/// command's `recorder`, a progress bar, checkpoints carrying the session's meta, the early stop
-/// and the resume; rank 0 writes the settings to `config.toml` before the first step. A
-/// divergence is reported by the rank that steps the chain ([`Ranks::settle`]).
+/// command's `recorder`, a [`Trace`] of the draws' energies and log weights, a progress bar,
+/// checkpoints carrying the session's meta, the early stop and the resume; rank 0 writes the
+/// settings to `config.toml` before the first step. A divergence is reported by the rank that
+/// steps the chain ([`Ranks::settle`]). Returns every rank's trace, joined, on rank 0.
 pub fn drive<E, B>(
     session: Session<'_, E>,
     schedule: Schedule,
     recorder: &mut dyn Observer<E::Sampler>,
     sampler: &mut E::Sampler,
     batches: &mut B,
-) -> Result<(), AppError>
+) -> Result<Option<TracePart>, AppError>
 where
     E: NetExperiment,
     B: BatchSource<Batch = <E::Sampler as Sampler>::Batch>,
@@ -288,13 +318,29 @@ where
     let checkpoints =
         Checkpoints::new(checkpoint_path(session.dir), schedule.checkpoint_every).with_meta(meta);
     let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
-    // The recorder keeps the networks it scores; the engine keeps none.
+    let mut trace = Trace::energies();
+    let mut saver = match &schedule.save {
+        Some(_) if ranks.is_distributed() => {
+            return Err(AppError::Usage(
+                "--save-samples writes one process's networks: run it without --distributed".into(),
+            ));
+        }
+        Some(model) => {
+            model.write(session.dir)?;
+            Some(SampleSaver::new(session.dir.join(SAMPLES_DIR)))
+        }
+        None => None,
+    };
     let mut run = Run::new(schedule.length)
-        .keep_when(|_| false)
+        .keep_when(schedule.keep)
         .observe(&mut guard)
         .observe(recorder)
+        .observe(&mut trace)
         .observe(&mut progress)
         .checkpoints(ranks.checkpoints(checkpoints));
+    if let Some(s) = saver.as_mut() {
+        run = run.observe(s);
+    }
     if let Some(after) = schedule.stop_after {
         run = run.stop_after(after);
     }
@@ -307,5 +353,5 @@ where
     let layout = ChainLayout::even(E::chains(config), ranks.size())?;
     ranks.settle(run.run(sampler, batches), &layout)?;
     pb.finish_and_clear();
-    Ok(())
+    Ok(trace.gather(ranks)?)
 }

@@ -3,7 +3,8 @@
 //! reward of eating or passing a mushroom with an MLP over a replay buffer and act greedily on
 //! it; the Langevin agents act on the chains' current parameters (Thompson sampling).
 //! Outputs the cumulative expected regret per agent and seed (`regret.csv`), its mean with
-//! +- one standard error bands (`regret.png`) and the final regret per agent (`summary.json`).
+//! +- one standard error bands (`regret.png`) and the final regret per agent with its chains'
+//! convergence diagnostics (`summary.json`).
 //!
 //! The protocol is in [`mod@run`] (loop), [`mod@env`] (rewards, regret), [`agents`] (samplers, acting)
 //! and [`config`] (presets). Where it departs from the reference code (`contextual_bandits/` of
@@ -98,7 +99,7 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
     for agent in &config.agents {
         for seed in 1..=config.seeds {
             let started = Instant::now();
-            let curve = crate::threads::with_threads(a.threads, || {
+            let (curve, diagnostics) = crate::threads::with_threads(a.threads, || {
                 run::run_agent(&config, agent, &data, seed, &device)
             })??;
             if !a.quiet {
@@ -113,6 +114,7 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
                 agent: agent.name.clone(),
                 seed,
                 regret: curve,
+                diagnostics,
             });
         }
     }

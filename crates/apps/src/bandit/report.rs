@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
+use sgmcmc_engine::observers::TraceSummary;
 
 use super::config::BanditConfig;
 use crate::error::AppError;
@@ -22,6 +23,8 @@ pub struct Curve {
     pub seed: u64,
     /// Cumulative expected regret after steps 1, 2, ...
     pub regret: Vec<f64>,
+    /// Its chains' diagnostics ([`crate::bandit::run::run_agent`]).
+    pub diagnostics: TraceSummary,
 }
 
 /// One agent's final regret over seeds.
@@ -35,6 +38,10 @@ pub struct AgentSummary {
     pub final_regret_mean: f64,
     /// Its standard error `s / sqrt(seeds)` (0 for one seed).
     pub final_regret_se: f64,
+    /// Per seed: the rank-normalised R-hat, ESS and MCSE of the chains' energies at the end of
+    /// every bandit step in the run's second half, and the Pareto k-hat of their log weights
+    /// when these vary ([`crate::bandit::run::run_agent`]).
+    pub diagnostics: Vec<TraceSummary>,
 }
 
 /// `summary.json`.
@@ -118,6 +125,7 @@ pub fn write(
             seeds: finals.len(),
             final_regret_mean: mean,
             final_regret_se: se,
+            diagnostics: cs.iter().map(|c| c.diagnostics.clone()).collect(),
         });
     }
     plot::lines_with_bands(

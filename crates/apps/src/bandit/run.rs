@@ -15,6 +15,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sgmcmc_data::Mushrooms;
+use sgmcmc_engine::observers::{Trace, TraceSummary};
 use sgmcmc_engine::{BatchSource, Run, RunError, init};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Mlp, MlpConfig, Targets};
@@ -187,14 +188,17 @@ impl Streams {
     }
 }
 
-/// The cumulative expected regret after each bandit step of `agent` on `seed`.
+/// The cumulative expected regret after each bandit step of `agent` on `seed`, and the
+/// diagnostics of its chains over the second half of the run: the energy of each chain at the
+/// end of every bandit step's sampler steps (on that step's buffer; the buffer is full by then
+/// in the presets, so the posterior drifts by `pulls` of `buffer` points a step).
 pub fn run_agent(
     config: &BanditConfig,
     agent: &AgentConfig,
     data: &Mushrooms,
     seed: u64,
     device: &Device,
-) -> Result<Vec<f64>, AppError> {
+) -> Result<(Vec<f64>, TraceSummary), AppError> {
     let posterior = BufferPosterior::new(config.noise_precision, config.prior_precision)
         .with_dropout(agent.dropout);
     let mut sampler = sampler(config, agent, data.width, posterior.clone(), seed, device)?;
@@ -204,7 +208,8 @@ pub fn run_agent(
     let mut weights = acting_weights(&[], agent.chains);
     let (mut pulls, mut regret) = (0usize, 0.0);
     let mut curve = Vec::with_capacity(config.steps as usize);
-    for _ in 0..config.steps {
+    let mut trace = Trace::energies();
+    for t in 0..config.steps {
         let mushrooms: Vec<usize> = (0..config.pulls)
             .map(|_| rng.mushrooms.random_range(0..data.len()))
             .collect();
@@ -250,7 +255,11 @@ pub fn run_agent(
                 rng: &mut rng.batches,
                 device,
             };
-            Run::steps(sampler.steps_done() + iters)
+            let end = sampler.steps_done() + iters;
+            let traced = 2 * t >= config.steps;
+            Run::steps(end)
+                .keep_when(move |k| traced && k + 1 == end)
+                .observe(&mut trace)
                 .run(&mut sampler, &mut batches)
                 .map_err(|e| {
                     AppError::Run(format!("bandit agent {} seed {seed}: {e}", agent.name))
@@ -258,5 +267,5 @@ pub fn run_agent(
             weights = acting_weights(&sampler.report().log_weights, agent.chains);
         }
     }
-    Ok(curve)
+    Ok((curve, trace.summary()))
 }

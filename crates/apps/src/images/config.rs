@@ -208,6 +208,11 @@ pub struct ImagesConfig {
     /// uploaded while the device steps); 0 prepares each when the step asks. Changes no result.
     #[serde(default = "default_prefetch")]
     pub prefetch: usize,
+    /// Save the networks the model average collects, with their log weights, in `samples/`
+    /// (and the network's description in `model.json`) for `sgmcmc predict`. One process;
+    /// not cycSWAG, whose average is of its SWAG draws.
+    #[serde(default)]
+    pub save_samples: bool,
     /// Run seed.
     pub seed: u64,
 }
@@ -306,6 +311,7 @@ impl ImagesConfig {
             anneal_temperature_factor: 1.01,
             weights: WeightRule::Reference,
             prefetch: default_prefetch(),
+            save_samples: false,
             seed: 1,
         };
         match name {
@@ -380,6 +386,13 @@ impl ImagesConfig {
         }
         if self.batch == 0 || self.width == 0 {
             return bad("batch and width must be >= 1".into());
+        }
+        if self.save_samples && self.sampler == "cycswag" {
+            return bad(
+                "--save-samples saves the chains' kept networks; cycswag averages SWAG draws \
+                 instead"
+                    .into(),
+            );
         }
         if self.prefetch > 64 {
             return bad(format!(

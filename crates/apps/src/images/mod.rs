@@ -119,6 +119,9 @@ pub struct ImagesArgs {
     /// Continue the checkpointed run in this directory.
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// Save the averaged networks and their log weights in `OUT/samples` for `sgmcmc predict`.
+    #[arg(long)]
+    pub save_samples: bool,
     /// Print the samplers, data sets and presets and exit.
     #[arg(long)]
     pub list: bool,
@@ -143,6 +146,9 @@ pub const FILES: &[&str] = &[
     "ood_entropy.csv",
     "ood_entropy_cdf.png",
     "summary.json",
+    crate::experiment::TRACE_FILE,
+    crate::experiment::MODEL_FILE,
+    crate::experiment::SAMPLES_DIR,
 ];
 
 /// The configuration `a` asks for: the preset (generic or a table row), the config file laid
@@ -187,6 +193,7 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
     }
     flags_over!(c, a; seed, chains, epochs, batch, lr, temperature, train_limit, test_limit,
         ood_limit, curve_limit, eval_every, burn_epochs, checkpoint_every);
+    c.save_samples |= a.save_samples;
     c.validate()?;
     Ok(c)
 }

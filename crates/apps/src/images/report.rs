@@ -9,13 +9,18 @@
 //! * `ood_entropy.csv` / `ood_entropy_cdf.png`: empirical CDFs of the predictive entropy on the
 //!   out-of-distribution set (model average, last sample) and on the test set (model average);
 //! * `summary.json`: the final metrics beside the paper's (`paper`) where the preset has them,
-//!   throughput (steps/s on the run's device) and timings.
+//!   throughput (steps/s on the run's device), timings and the convergence diagnostics;
+//! * `trace.zarr`: the averaged networks' energies and log weights by (chain, draw), an ArviZ
+//!   store.
 
 use std::path::Path;
 
 use serde::Serialize;
 
+use sgmcmc_engine::observers::TraceSummary;
+
 use crate::error::AppError;
+use crate::experiment::write_trace;
 use crate::images::config::ImagesConfig;
 use crate::images::data::ImagesData;
 use crate::images::eval::{Metrics, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy};
@@ -63,6 +68,10 @@ pub struct ImagesSummary {
     pub train_seconds: f64,
     /// Evaluation seconds.
     pub eval_seconds: f64,
+    /// Convergence diagnostics of the averaged networks' energies (rank-normalised R-hat, bulk
+    /// and tail ESS, MCSE) and the Pareto k-hat of their log weights when these vary; the
+    /// draws are in `trace.zarr`.
+    pub diagnostics: TraceSummary,
 }
 
 /// Writes every output of a finished run into `dir`; returns the summary.
@@ -290,6 +299,7 @@ pub fn write(
         paper: paper_row(&config.preset),
         train_seconds: record.train_seconds,
         eval_seconds: record.eval_seconds,
+        diagnostics: write_trace(dir, &record.trace)?,
     };
     write_json(&dir.join("summary.json"), &summary)?;
     Ok(summary)

@@ -17,6 +17,7 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::observers::TracePart;
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
@@ -39,6 +40,8 @@ use crate::images::eval::{
     Averages, Metrics, OodMetrics, metrics, ood_metrics, probabilities, reliability, sorted_entropy,
 };
 use crate::images::swag::{draws, trainable_values};
+use crate::predict::SavedModel;
+use crate::predict::classifier::ClassifierInput;
 use crate::run_meta::RunMeta;
 
 /// The sampler of a run.
@@ -87,6 +90,10 @@ pub struct Record {
     pub train_seconds: f64,
     /// Evaluation wall time so far, seconds.
     pub eval_seconds: f64,
+    /// The averaged networks' energies and log weights, every chain's (on rank 0 of a finished
+    /// run; not in the recorder's checkpoints, which hold the trace's own state).
+    #[serde(default)]
+    pub trace: TracePart,
 }
 
 /// The last collected network on its own.
@@ -375,6 +382,7 @@ impl NetExperiment for Images {
     const NOT_OURS: &'static str = "not an images checkpoint";
     type Config = ImagesConfig;
     type Data = ImagesData;
+    type Network = ImageClassifier;
     type Sampler = ImagesSampler;
     type Record = Record;
     type Stop = Stop;
@@ -469,6 +477,7 @@ impl NetExperiment for Images {
             record: Record::default(),
             clock: Instant::now(),
         };
+        let (burn, eval) = (recorder.burn_steps, recorder.eval_steps);
         let schedule = Schedule {
             length: Length::Steps(total),
             total,
@@ -479,15 +488,30 @@ impl NetExperiment for Images {
             },
             stop_after: session.stop.after_steps,
             progress_every: 500,
+            // The evaluation steps past the burn-in (the engine leaves out the exploration
+            // phase): the networks the average collects, or cycSWAG's chains there.
+            keep: Box::new(move |k| {
+                k >= burn && ((k > 0 && k.is_multiple_of(eval)) || k + 1 == total)
+            }),
+            save: config.save_samples.then(|| {
+                SavedModel::ImageClassifier(ClassifierInput {
+                    model: config.model.clone(),
+                    width: config.width,
+                    classes: data.classes(),
+                    shape: [data.train.channels, data.train.rows, data.train.cols],
+                    normaliser: data.normaliser.clone(),
+                })
+            }),
         };
         let batches = AugmentedBatches::new(config, data, device)?;
-        if config.prefetch > 0 {
+        let trace = if config.prefetch > 0 {
             let mut batches = Prefetch::new(batches, config.prefetch)?;
-            drive(session, schedule, &mut recorder, sampler, &mut batches)?;
+            drive(session, schedule, &mut recorder, sampler, &mut batches)?
         } else {
-            drive(session, schedule, &mut recorder, sampler, &mut { batches })?;
-        }
+            drive(session, schedule, &mut recorder, sampler, &mut { batches })?
+        };
         let mut record = recorder.record;
+        record.trace = trace.unwrap_or_default();
         if record.steps_done == total
             && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?
         {

@@ -173,6 +173,7 @@ pub const FILES: &[&str] = &[
     "entropy.csv",
     "entropy_cdf.png",
     "summary.json",
+    crate::experiment::TRACE_FILE,
 ];
 
 fn data_dir(a: &MnistArgs) -> PathBuf {

@@ -7,13 +7,18 @@
 //! * `accuracy.csv` / `accuracy.png`: test accuracy of each chain's model and of the weighted
 //!   model average (Fig. 7.4c);
 //! * `entropy.csv` / `entropy_cdf.png`: empirical CDFs of the averaged predictive entropy on
-//!   the held-out digits (`set` 0) and on Fashion-MNIST (`set` 1) (Fig. 7.4d).
+//!   the held-out digits (`set` 0) and on Fashion-MNIST (`set` 1) (Fig. 7.4d);
+//! * `trace.zarr`: the averaged models' energies and log weights by (chain, draw), an ArviZ
+//!   store, with their diagnostics in `summary.json`.
 
 use std::path::Path;
 
 use serde::Serialize;
 
+use sgmcmc_engine::observers::TraceSummary;
+
 use crate::error::AppError;
+use crate::experiment::write_trace;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{fraction_above, scores, sorted_entropy};
@@ -58,6 +63,10 @@ pub struct MnistSummary {
     pub seconds_per_epoch: f64,
     /// Evaluation seconds in all.
     pub eval_seconds: f64,
+    /// Convergence diagnostics of the averaged models' energies (rank-normalised R-hat, bulk
+    /// and tail ESS, MCSE) and the Pareto k-hat of their log weights when these vary; the
+    /// draws are in `trace.zarr`.
+    pub diagnostics: TraceSummary,
 }
 
 fn range(values: impl Iterator<Item = f64>) -> [f64; 2] {
@@ -251,6 +260,7 @@ pub fn write(
         fashion_entropy_above_half: fraction_above(&fashion, ENTROPY_LEVEL),
         seconds_per_epoch: record.train_seconds / record.epochs_done.max(1) as f64,
         eval_seconds: record.eval_seconds,
+        diagnostics: write_trace(dir, &record.trace)?,
     };
     write_json(&dir.join("summary.json"), &summary)?;
     Ok(summary)

@@ -22,6 +22,7 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::ImageBatcher;
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
+use sgmcmc_engine::observers::TracePart;
 use sgmcmc_engine::{
     BatchSource, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
 };
@@ -90,6 +91,10 @@ pub struct Record {
     pub train_seconds: f64,
     /// Evaluation wall time so far, seconds.
     pub eval_seconds: f64,
+    /// The averaged models' energies and log weights, every chain's (on rank 0 of a finished
+    /// run; not in the recorder's checkpoints, which hold the trace's own state).
+    #[serde(default)]
+    pub trace: TracePart,
 }
 
 /// What a run's checkpoints record beside the sampler: what `--resume` continues.
@@ -147,6 +152,20 @@ pub struct Stop {
 
 fn is_eval_epoch(config: &MnistConfig, e: usize) -> bool {
     e.is_multiple_of(config.eval_every) || e + 1 == config.epochs
+}
+
+fn burn_epochs(config: &MnistConfig) -> usize {
+    (config.burn_fraction * config.epochs as f64).floor() as usize
+}
+
+/// The steps whose pre-move models join the average: the first of every evaluation epoch past
+/// the burn-in (the engine leaves out the exploration phase).
+fn keeps(config: &MnistConfig, per_epoch: u64) -> impl Fn(u64) -> bool + 'static {
+    let (config, burn) = (config.clone(), burn_epochs(config));
+    move |k| {
+        let e = (k / per_epoch) as usize;
+        k.is_multiple_of(per_epoch) && e >= burn && is_eval_epoch(&config, e)
+    }
 }
 
 /// The run's recorder: per-step rows, and at the first step of every evaluation epoch each
@@ -268,6 +287,7 @@ impl NetExperiment for Mnist {
         "not an mnist checkpoint with its data record, or one from an older sgmcmc";
     type Config = MnistConfig;
     type Data = MnistData;
+    type Network = Cnn;
     type Sampler = MnistSampler;
     type Record = Record;
     type Stop = Stop;
@@ -344,7 +364,7 @@ impl NetExperiment for Mnist {
             data,
             ranks,
             plain: device.clone().inner(),
-            burn_epochs: (config.burn_fraction * config.epochs as f64).floor() as usize,
+            burn_epochs: burn_epochs(config),
             held: None,
             record: Record::default(),
             clock: Instant::now(),
@@ -355,10 +375,13 @@ impl NetExperiment for Mnist {
             checkpoint_every: config.checkpoint_every as u64 * per_epoch,
             stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
             progress_every: 1000,
+            keep: Box::new(keeps(config, per_epoch)),
+            save: None,
         };
         let mut batches = batches(config, data, device)?;
-        drive(session, schedule, &mut recorder, sampler, &mut batches)?;
+        let trace = drive(session, schedule, &mut recorder, sampler, &mut batches)?;
         let mut record = recorder.record;
+        record.trace = trace.unwrap_or_default();
         if record.epochs_done == config.epochs
             && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?
         {

@@ -269,6 +269,12 @@ impl<F> Trace<F> {
     /// [`Trace::summary`] of every rank's chains, on rank 0 (`None` on the others): each rank's
     /// [`Trace::part`] gathered and joined. A collective: every rank calls it.
     pub fn summary_over(&self, ranks: &Ranks) -> Result<Option<TraceSummary>, RunError> {
+        Ok(self.gather(ranks)?.map(|all| Trace::from(all).summary()))
+    }
+
+    /// Every rank's draws joined on rank 0 (`None` on the others). A collective: every rank
+    /// calls it.
+    pub fn gather(&self, ranks: &Ranks) -> Result<Option<TracePart>, RunError> {
         let Some(parts) = ranks.gather(self.part())? else {
             return Ok(None);
         };
@@ -277,7 +283,17 @@ impl<F> Trace<F> {
         for p in parts {
             all.join(p)?;
         }
-        Ok(Some(all.summary()))
+        Ok(Some(all.part()))
+    }
+}
+
+/// The draws of a part as a trace of their own (to summarise or write), e.g. a gathered one.
+impl From<TracePart> for Trace<NoFunctionals> {
+    fn from(part: TracePart) -> Self {
+        Self {
+            functionals: NoFunctionals,
+            state: part.0,
+        }
     }
 }
 

@@ -2,12 +2,21 @@
 //! new inputs, without sampling again.
 //!
 //! `DIR` is a run folder written with `--save-samples` (`sgmcmc uci ... --save-samples` writes
-//! one per seed, `OUT/seed-K`): its `model.json` says which network and which input
-//! standardization the run used, `samples/` holds the kept models with their log importance
-//! weights. `FILE` holds one input row per line in original units (numbers separated by commas
-//! or white space; a first line that is not numeric is taken as a header). The predictions
-//! (the importance-weighted average of the models' outputs, in original units) go to
-//! `predictions.csv` beside `FILE` or to `--out`.
+//! one per seed, `OUT/seed-K`; `sgmcmc images ... --save-samples` one): its `model.json` says
+//! which network and which input standardization the run used, `samples/` holds the kept
+//! models with their log importance weights. The predictions go to `predictions.csv` beside
+//! `FILE` or to `--out`.
+//!
+//! * A regression run: `FILE` holds one input row per line in original units (numbers
+//!   separated by commas or white space; a first line that is not numeric is taken as a
+//!   header); the prediction is the importance-weighted average of the models' outputs, in
+//!   original units.
+//! * An image classifier: `FILE` holds images ([`classifier`]); the predictions are the
+//!   averaged class probabilities, the predicted class, the predictive entropy and its
+//!   epistemic part, and with `--labels` the accuracy, NLL, Brier score and ECE go to
+//!   `metrics.json` beside the predictions.
+
+pub mod classifier;
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +42,9 @@ pub struct PredictArgs {
     /// Output file (default: `predictions.csv` beside the data).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The images' labels, for the metrics of a classifier (IDX bytes or one per line).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
     /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
     #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
     pub device: DeviceChoice,
@@ -51,12 +63,14 @@ pub enum SavedModel {
         /// Whether the network predicts the standardized target.
         standardize_target: bool,
     },
+    /// An image classifier of `sgmcmc images`.
+    ImageClassifier(classifier::ClassifierInput),
 }
 
 impl SavedModel {
     /// Writes `dir/model.json`.
     pub fn write(&self, dir: &Path) -> Result<(), AppError> {
-        output::write_json(&dir.join("model.json"), self)
+        output::write_json(&dir.join(crate::experiment::MODEL_FILE), self)
     }
 
     fn read(dir: &Path) -> Result<Self, AppError> {
@@ -126,7 +140,13 @@ pub fn predict(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<f64
         mlp,
         standardizer,
         standardize_target,
-    } = SavedModel::read(dir)?;
+    } = SavedModel::read(dir)?
+    else {
+        return Err(AppError::Input(format!(
+            "{} is a classifier's run, not a regression's",
+            dir.display()
+        )));
+    };
     let posterior = SavedPosterior::open(&dir.join("samples"))?;
     let mut x: Vec<f32> = Vec::with_capacity(rows.len() * mlp.inputs);
     for (i, r) in rows.iter().enumerate() {
@@ -178,15 +198,42 @@ pub fn predict(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<f64
 /// `sgmcmc predict`.
 pub fn run(a: &PredictArgs) -> Result<(), AppError> {
     let device = a.device.tensor_device("predict")?;
-    let SavedModel::UciMlp { mlp, .. } = SavedModel::read(&a.run)?;
-    let rows = read_rows(&a.data, mlp.inputs)?;
-    let pred = predict(&a.run, &rows, &device)?;
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| a.data.with_file_name("predictions.csv"));
-    let rows: Vec<Vec<f64>> = pred.iter().map(|p| vec![*p]).collect();
-    output::write_csv(&out, &["mean"], &rows)?;
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| AppError::Input(format!("cannot create {}: {e}", parent.display())))?;
+    }
+    let rows = match SavedModel::read(&a.run)? {
+        SavedModel::UciMlp { mlp, .. } => {
+            if a.labels.is_some() {
+                return Err(AppError::Usage(
+                    "--labels scores a classifier; this run is a regression".into(),
+                ));
+            }
+            let rows = read_rows(&a.data, mlp.inputs)?;
+            let pred = predict(&a.run, &rows, &device)?;
+            let rows: Vec<Vec<f64>> = pred.iter().map(|p| vec![*p]).collect();
+            output::write_csv(&out, &["mean"], &rows)?;
+            rows
+        }
+        SavedModel::ImageClassifier(input) => {
+            let p = classifier::predict(&a.run, &input, &a.data, a.labels.as_deref(), &device)?;
+            let (header, rows) = classifier::table(&p);
+            let header: Vec<&str> = header.iter().map(String::as_str).collect();
+            output::write_csv(&out, &header, &rows)?;
+            if let Some(m) = &p.metrics {
+                output::write_json(&out.with_file_name("metrics.json"), m)?;
+                println!(
+                    "accuracy {:.4}, NLL {:.4}, Brier {:.1} per mille, ECE {:.2}%",
+                    m.accuracy, m.nll, m.brier_permille, m.ece_percent
+                );
+            }
+            rows
+        }
+    };
     println!(
         "{} rows, {} saved models -> {}",
         rows.len(),

@@ -1,0 +1,220 @@
+//! `sgmcmc predict` on a saved image classifier (`sgmcmc images ... --save-samples`): the
+//! posterior's class probabilities on new images, their predictive entropy and its epistemic
+//! part, and with labels the metrics of `sgmcmc images`' summary.
+//!
+//! The images are an IDX file of unsigned bytes (`[n, rows, cols]` for one channel, or `[n,
+//! channels, rows, cols]`; plain or gzip, as the MNIST distribution ships them) or a text file
+//! with one image per line, `channels * rows * cols` pixel values in `0..=255` in that order.
+//! Labels (`--labels`) are an IDX file of `n` bytes or one integer per line.
+//!
+//! For every image, with the models' log weights `w_s` normalised to `W_s`: the averaged
+//! probabilities `p_c = sum_s W_s p_sc`, their entropy `H[p]`, and the mutual information
+//! `I = H[p] - sum_s W_s H[p_s]` between the label and the model (the epistemic part).
+
+use std::path::Path;
+
+use burn::tensor::Device;
+use serde::Serialize;
+use sgmcmc_data::Images;
+use sgmcmc_data::datasets::ChannelBatcher;
+use sgmcmc_data::idx::read_idx;
+use sgmcmc_engine::SavedPosterior;
+use sgmcmc_models::ImageClassifier;
+use sgmcmc_models::metrics::{entropy, mutual_information};
+
+use super::read_rows;
+use crate::error::AppError;
+use crate::images::eval::{Metrics, metrics, probabilities};
+
+/// The network and input of a saved image classifier ([`super::SavedModel::ImageClassifier`]).
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct ClassifierInput {
+    /// The architecture's name (`sgmcmc images --model`).
+    pub model: String,
+    /// Its base width.
+    pub width: usize,
+    /// Classes.
+    pub classes: usize,
+    /// Channels, rows and columns of an image.
+    pub shape: [usize; 3],
+    /// The per-channel normalisation of the training run.
+    pub normaliser: ChannelBatcher,
+}
+
+/// The model average on a set of images.
+pub struct ClassPredictions {
+    /// Classes.
+    pub classes: usize,
+    /// Averaged class probabilities, row-major `[n, classes]`.
+    pub probabilities: Vec<f64>,
+    /// Predictive entropy of each image (nats).
+    pub entropy: Vec<f64>,
+    /// Mutual information between label and model of each image (nats).
+    pub mutual_information: Vec<f64>,
+    /// The metrics against the labels, when given.
+    pub metrics: Option<Metrics>,
+}
+
+/// The model average of the run in `dir` (a [`super::SavedModel::ImageClassifier`]) on the images of
+/// `data`, scored against `labels` when given.
+pub fn predict(
+    dir: &Path,
+    input: &ClassifierInput,
+    data: &Path,
+    labels: Option<&Path>,
+    device: &Device,
+) -> Result<ClassPredictions, AppError> {
+    let k = input.classes;
+    let set = read_images(data, labels, input)?;
+    let arch: sgmcmc_models::Architecture = input
+        .model
+        .parse()
+        .map_err(|e| AppError::Input(format!("{}: {e}", dir.join("model.json").display())))?;
+    let template: ImageClassifier = arch
+        .init(k, input.shape[0], input.width, device)
+        .map_err(AppError::Input)?;
+    let posterior = SavedPosterior::open(&dir.join("samples"))?;
+    // Each model's probabilities and its per-image entropy, averaged together.
+    let mean = posterior
+        .average(&template, |m: &ImageClassifier| {
+            let mut p =
+                probabilities(m, &set, &input.normaliser, device).map_err(|e| e.to_string())?;
+            let h = entropy(&p, k);
+            p.extend(h);
+            Ok(p)
+        })?
+        .mean()
+        .ok_or_else(|| AppError::Input("every saved model has weight 0".into()))?;
+    let (probs, mean_entropy) = mean.split_at(set.len() * k);
+    let metrics = labels.map(|_| metrics(probs, &set));
+    Ok(ClassPredictions {
+        classes: k,
+        entropy: entropy(probs, k),
+        mutual_information: mutual_information(probs, k, mean_entropy),
+        probabilities: probs.to_vec(),
+        metrics,
+    })
+}
+
+/// The images of `path` (IDX or text rows) with the labels of `labels` (0 without).
+fn read_images(
+    path: &Path,
+    labels: Option<&Path>,
+    input: &ClassifierInput,
+) -> Result<Images, AppError> {
+    let [channels, rows, cols] = input.shape;
+    let width = channels * rows * cols;
+    let pixels = match read_idx(path) {
+        Ok(a) => {
+            let shape_ok = match a.dims.as_slice() {
+                [_, r, c] => channels == 1 && [*r, *c] == [rows, cols],
+                [_, ch, r, c] => [*ch, *r, *c] == input.shape,
+                _ => false,
+            };
+            if !shape_ok {
+                return Err(AppError::Input(format!(
+                    "{}: IDX images of shape {:?}, the run's are {channels} x {rows} x {cols}",
+                    path.display(),
+                    a.dims
+                )));
+            }
+            a.data
+        }
+        // Not IDX: text rows of pixel values.
+        Err(_) => read_rows(path, width)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| pixel_row(path, i, row))
+            .collect::<Result<Vec<_>, _>>()?
+            .concat(),
+    };
+    let n = pixels.len() / width;
+    if n == 0 {
+        return Err(AppError::Input(format!(
+            "{} holds no image",
+            path.display()
+        )));
+    }
+    let labels = match labels {
+        Some(p) => read_labels(p, n, input.classes)?,
+        None => vec![0; n],
+    };
+    Ok(Images {
+        pixels,
+        labels,
+        channels,
+        rows,
+        cols,
+        classes: input.classes as u8,
+    })
+}
+
+fn pixel_row(path: &Path, i: usize, row: Vec<f64>) -> Result<Vec<u8>, AppError> {
+    row.into_iter()
+        .map(|v| {
+            if (0.0..=255.0).contains(&v) && v.fract() == 0.0 {
+                Ok(v as u8)
+            } else {
+                Err(AppError::Input(format!(
+                    "{}: image {}: pixel {v} is not an integer in 0..=255",
+                    path.display(),
+                    i + 1
+                )))
+            }
+        })
+        .collect()
+}
+
+/// `n` labels in `0..classes` from an IDX file of bytes or a text file of integers.
+fn read_labels(path: &Path, n: usize, classes: usize) -> Result<Vec<u8>, AppError> {
+    let labels: Vec<u8> = match read_idx(path) {
+        Ok(a) => a.data,
+        Err(_) => read_rows(path, 1)?
+            .into_iter()
+            .map(|r| {
+                let v = r[0];
+                if v.fract() == 0.0 && (0.0..255.0).contains(&v) {
+                    Ok(v as u8)
+                } else {
+                    Err(AppError::Input(format!(
+                        "{}: label {v} is not a class index",
+                        path.display()
+                    )))
+                }
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    if labels.len() != n {
+        return Err(AppError::Input(format!(
+            "{}: {} labels for {n} images",
+            path.display(),
+            labels.len()
+        )));
+    }
+    if let Some(l) = labels.iter().find(|&&l| usize::from(l) >= classes) {
+        return Err(AppError::Input(format!(
+            "{}: label {l} is not one of the run's {classes} classes",
+            path.display()
+        )));
+    }
+    Ok(labels)
+}
+
+/// The rows of `predictions.csv`: `p_0 .. p_{k-1}, class, entropy, mutual_information`.
+pub fn table(p: &ClassPredictions) -> (Vec<String>, Vec<Vec<f64>>) {
+    let k = p.classes;
+    let mut header: Vec<String> = (0..k).map(|c| format!("p_{c}")).collect();
+    header.extend(["class", "entropy", "mutual_information"].map(String::from));
+    let rows = p
+        .probabilities
+        .chunks(k)
+        .enumerate()
+        .map(|(i, row)| {
+            let class = (0..k).fold(0, |b, c| if row[c] > row[b] { c } else { b });
+            let mut r = row.to_vec();
+            r.extend([class as f64, p.entropy[i], p.mutual_information[i]]);
+            r
+        })
+        .collect();
+    (header, rows)
+}
