@@ -10,20 +10,21 @@
 use std::path::{Path, PathBuf};
 
 use sgmcmc::burn::module::Module;
-use sgmcmc::burn::nn::conv::{Conv2d, Conv2dConfig};
-use sgmcmc::burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
-use sgmcmc::burn::nn::{Linear, LinearConfig, PaddingConfig2d};
+use sgmcmc::burn::nn::conv::Conv2dConfig;
+use sgmcmc::burn::nn::pool::MaxPool2dConfig;
+use sgmcmc::burn::nn::{LinearConfig, PaddingConfig2d};
 use sgmcmc::burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use sgmcmc::data::digits::{Digits, write_synthetic};
 use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, SampleFormat, SampleSaver};
 use sgmcmc::engine::safetensors::Parameters;
 use sgmcmc::engine::{BatchSource, Run, SavedPosterior, Shuffle, TensorBatches, init};
-use sgmcmc::models::layers::{conv2d, linear, max_pool2d};
-use sgmcmc::models::{ModelPosterior, nll_fn};
+use sgmcmc::models::ModelPosterior;
+use sgmcmc::nn::{Conv2d, Linear, MaxPool2d, categorical};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
 
-/// The network: conv 3x3 (16 channels), ReLU, 2x2 max pool, dense to 10 classes.
+/// The network: conv 3x3 (16 channels), ReLU, 2x2 max pool, dense to 10 classes; burn's
+/// layers as `sgmcmc::nn` wraps them (one fast operation each when training on flex).
 #[derive(Module, Debug)]
 pub struct Cnn {
     conv: Conv2d,
@@ -36,29 +37,21 @@ impl Cnn {
         Self {
             conv: Conv2dConfig::new([1, 16], [3, 3])
                 .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
-                .init(device),
-            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
-            out: LinearConfig::new(16 * 4 * 4, 10).init(device),
+                .init(device)
+                .into(),
+            pool: MaxPool2dConfig::new([2, 2])
+                .with_strides([2, 2])
+                .init()
+                .into(),
+            out: LinearConfig::new(16 * 4 * 4, 10).init(device).into(),
         }
     }
 
-    /// Logits `[n, 10]` of images `[n, 1, 8, 8]` (the library's layer calls: burn's modules'
-    /// functions, one fast operation each when training on flex).
+    /// Logits `[n, 10]` of images `[n, 1, 8, 8]`.
     pub fn forward(&self, x: Tensor<4>) -> Tensor<2> {
-        let h = max_pool2d(&self.pool, activation::relu(conv2d(&self.conv, x)));
-        linear(&self.out, h.flatten(1, 3))
+        let h = self.pool.forward(activation::relu(self.conv.forward(x)));
+        self.out.forward(h.flatten(1, 3))
     }
-}
-
-/// A batch: images and labels.
-type Batch = (Tensor<4>, Tensor<1, Int>);
-
-/// `-log softmax(f(x))[y]` per image.
-fn categorical(net: &Cnn, (x, y): &Batch) -> Tensor<1> {
-    let logp = activation::log_softmax(net.forward(x.clone()), 1);
-    logp.gather(1, y.clone().unsqueeze_dim(1))
-        .neg()
-        .squeeze_dim(1)
 }
 
 /// Class probabilities of `net` on the images `x`, `[n, 10]` row-major.
@@ -126,15 +119,13 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
         let mut batches = TensorBatches::new(x.clone(), y.clone(), 64, 7, Shuffle::PerEpoch)?;
         let epochs = 40;
         let steps = epochs * batches.batches_per_epoch().unwrap_or(1);
-        // A mean-loss step of 0.05 is lr = 0.05 / N at the full-data scale of the energy.
-        let mut settings = SamplerSettings {
-            lr: 0.05 / n as f64,
-            ..SamplerSettings::named(sampler)
-        };
+        // The step size of the mean loss (lr = 0.05 / N on the energy, the sum over the data).
+        let mut settings = SamplerSettings::named(sampler).mean_loss(0.05, n);
         // Cyclical: 4 cosine cycles of 10 epochs, the second half of each sampled.
         settings.cyclical.cycles = 4;
         let nets = init::chains(&device, 7, 2, || Cnn::new(&device));
-        let target = ModelPosterior::new(nll_fn(categorical as fn(&Cnn, &Batch) -> Tensor<1>), n);
+        let likelihood = categorical(|net: &Cnn, x: &Tensor<4>| net.forward(x.clone()));
+        let target = ModelPosterior::new(likelihood, n);
         let chains = ModuleEnsemble::new(target, nets, 7)?;
         let mut s = settings
             .spec(&BuildContext::steps(steps))?

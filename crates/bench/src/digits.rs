@@ -1,10 +1,13 @@
 //! The BlackJAX comparison: SGLD with a streaming BMA on the digits-shaped MLP.
 
 use burn::module::{Module, ParamId};
-use burn::tensor::{Device, Distribution, Int, Tensor};
+use burn::nn::LinearConfig;
+use burn::tensor::{Device, Distribution, Int, Tensor, activation};
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
-use sgmcmc_models::{Gaussian, Likelihood, Mlp, Posterior, Prior, Scale, Targets};
+use sgmcmc_models::{
+    Gaussian, Likelihood, Mlp, ModelPosterior, Posterior, Prior, Scale, Targets, nn,
+};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
@@ -35,23 +38,22 @@ impl Digits {
     }
 }
 
-/// One SGLD step of the BlackJAX comparison on `target`: a random window of 100 consecutive
-/// training points (a `slice`, no index upload), and every 100 steps the softmax predictions on
-/// the test set added to a streaming Bayesian model average (forward pass on the plain device).
-pub(crate) fn digits_step<'a, T>(
-    device: &Device,
-    target: T,
+/// One SGLD step of the BlackJAX comparison on `target` over the network `net`: a random
+/// window of 100 consecutive training points (a `slice`, no index upload, made a batch by
+/// `batch`), and every 100 steps the softmax predictions on the test set (`predict`, on the
+/// plain device) added to a streaming Bayesian model average.
+pub(crate) fn digits_step<'a, M, T>(
+    (target, net): (T, M),
     data: &'a Digits,
     seed: u64,
+    batch: impl Fn(Tensor<2>, Tensor<1, Int>) -> T::Batch + 'a,
+    predict: impl Fn(&M, &Tensor<2>) -> Result<Vec<f64>, AppError> + 'a,
 ) -> Result<Step<'a>, AppError>
 where
-    T: Target<Mlp, Batch = Batch<Tensor<2>>> + 'a,
+    M: Module + 'a,
+    T: Target<M> + 'a,
 {
-    let ens = ModuleEnsemble::new(
-        target,
-        vec![sgmcmc_apps::digits::network(100).init(device)],
-        seed,
-    )?;
+    let ens = ModuleEnsemble::new(target, vec![net], seed)?;
     let mut s = Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-5, 1.0), ens)?;
     let mut bma = sgmcmc_models::metrics::Bma::default();
     let mut rng = ChainRng::new(3, seed);
@@ -60,18 +62,79 @@ where
     let mut k = 0u64;
     Ok(Box::new(move || {
         let start = rng.below(n - 100);
-        let b = Batch {
-            x: data.x.clone().slice(start..start + 100),
-            y: Targets::Class(data.y.clone().slice(start..start + 100)),
-        };
+        let b = batch(
+            data.x.clone().slice(start..start + 100),
+            data.y.clone().slice(start..start + 100),
+        );
         s.step(&b)?;
         k += 1;
         if k.is_multiple_of(100) {
             let m = s.ensemble().modules().next().expect("one chain");
-            bma.add(1.0, &sgmcmc_apps::digits::predict(m, &x_test)?);
+            bma.add(1.0, &predict(m, &x_test)?);
         }
         Ok(())
     }))
+}
+
+/// [`digits_step`] of the digits MLP ([`sgmcmc_apps::digits::network`]) under `target`.
+fn mlp_step<'a, T>(
+    device: &Device,
+    target: T,
+    data: &'a Digits,
+    seed: u64,
+) -> Result<Step<'a>, AppError>
+where
+    T: Target<Mlp, Batch = Batch<Tensor<2>>> + 'a,
+{
+    let net = sgmcmc_apps::digits::network(100).init(device);
+    let batch = |x, y| Batch {
+        x,
+        y: Targets::Class(y),
+    };
+    digits_step(
+        (target, net),
+        data,
+        seed,
+        batch,
+        sgmcmc_apps::digits::predict,
+    )
+}
+
+/// The digits MLP as a user writes it with the drop-in layers ([`sgmcmc_models::nn`]).
+#[derive(Module, Debug)]
+struct DropInMlp {
+    hidden: nn::Linear,
+    out: nn::Linear,
+}
+
+impl DropInMlp {
+    fn forward(&self, x: Tensor<2>) -> Tensor<2> {
+        self.out.forward(nn::tanh(self.hidden.forward(x)))
+    }
+}
+
+/// [`digits_step`] of [`DropInMlp`] under the [`nn::categorical`] likelihood and `post`'s
+/// prior.
+fn drop_in_step<'a>(
+    device: &Device,
+    post: &Posterior,
+    data: &'a Digits,
+    seed: u64,
+) -> Result<Step<'a>, AppError> {
+    let net = DropInMlp {
+        hidden: LinearConfig::new(64, 100).init(device).into(),
+        out: LinearConfig::new(100, 10).init(device).into(),
+    };
+    let likelihood = nn::categorical(|m: &DropInMlp, x: &Tensor<2>| m.forward(x.clone()));
+    let target = ModelPosterior::new(likelihood, post.scale.n_data).with_prior(post.prior());
+    let predict = |m: &DropInMlp, x: &Tensor<2>| {
+        let p = activation::softmax(m.valid().forward(x.clone()), 1);
+        p.into_data()
+            .try_into_vec::<f32>()
+            .map(|v| v.into_iter().map(f64::from).collect())
+            .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))
+    };
+    digits_step((target, net), data, seed, |x, y| (x, y), predict)
 }
 
 /// The BlackJAX comparison: SGLD on a 64-100-10 tanh MLP at batch 100 (the shape of sklearn's
@@ -92,8 +155,8 @@ pub(crate) fn digits_rate(
         scale: Scale::from_weight_decay(1437, 1e-4),
     };
     let (on_ad, plain) = (Digits::new(&ad), Digits::new(device));
-    let mut autodiff = digits_step(&ad, post.clone(), &on_ad, 1)?;
-    let mut closed = digits_step(device, MlpPosterior::new(post.clone()), &plain, 1)?;
+    let mut autodiff = mlp_step(&ad, post.clone(), &on_ad, 1)?;
+    let mut closed = mlp_step(device, MlpPosterior::new(post.clone()), &plain, 1)?;
     let (ra, rb, ratio) = paired(a.seconds, &mut autodiff, &mut closed)?;
     let label = "mlp64-100-10_tanh_b100";
     record(
@@ -106,8 +169,8 @@ pub(crate) fn digits_rate(
         (format!("{label}/closed-form:autodiff step time"), ratio),
     );
     let on_graph = post.as_model_posterior().with_prior(OnGraph(post.prior()));
-    let mut graph = digits_step(&ad, on_graph, &on_ad, 1)?;
-    let mut autodiff = digits_step(&ad, post, &on_ad, 1)?;
+    let mut graph = mlp_step(&ad, on_graph, &on_ad, 1)?;
+    let mut autodiff = mlp_step(&ad, post.clone(), &on_ad, 1)?;
     let (rg, _, ratio) = paired(a.seconds, &mut graph, &mut autodiff)?;
     figures.push(Figure {
         name: format!("{label}/sgld+bma steps, prior on the graph"),
@@ -115,6 +178,19 @@ pub(crate) fn digits_rate(
     });
     ratios.push(Figure {
         name: format!("{label}/detached:graph prior step time"),
+        per_second: ratio,
+    });
+    // The same MLP written with the drop-in layers and the categorical likelihood, as the
+    // README teaches, against the library's `impl Network` path.
+    let mut autodiff = mlp_step(&ad, post.clone(), &on_ad, 1)?;
+    let mut drop_in = drop_in_step(&ad, &post, &on_ad, 1)?;
+    let (_, rd, ratio) = paired(a.seconds, &mut autodiff, &mut drop_in)?;
+    figures.push(Figure {
+        name: format!("{label}/sgld+bma steps, drop-in layers"),
+        per_second: rd,
+    });
+    ratios.push(Figure {
+        name: format!("{label}/drop-in:network step time"),
         per_second: ratio,
     });
     Ok(())

@@ -28,6 +28,7 @@ pub mod mlp;
 pub mod model_posterior;
 pub mod network;
 pub mod nll;
+pub mod nn;
 pub mod noise;
 pub mod posterior;
 pub mod prior;

@@ -149,7 +149,7 @@ impl Likelihood {
 /// pass is one multiply; burn's `log_softmax` would record six autodiff nodes and recompute the
 /// exponentials going back. On `Autodiff<Flex>` in `f32` it is one tracked operation
 /// ([`sgmcmc_flex::categorical`]: one pass over the rows, the value and gradient in `f64`).
-fn categorical_nll(out: Tensor<2>, y: &Tensor<1, Int>) -> Tensor<1> {
+pub(crate) fn categorical_nll(out: Tensor<2>, y: &Tensor<1, Int>) -> Tensor<1> {
     #[cfg(feature = "flex")]
     if let Some(nll) = sgmcmc_flex::categorical::nll(&out, y) {
         return nll;

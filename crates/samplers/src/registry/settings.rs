@@ -66,6 +66,27 @@ impl SamplerSettings {
             ..Self::default()
         }
     }
+
+    /// These settings with the step size of a *mean* loss: `eta` is the learning rate one
+    /// would give an optimiser of the average loss `L = U_data / n_data` over the `n_data`
+    /// training points (PyTorch's and posteriors' convention), and `lr = eta / n_data` is the
+    /// same step on this library's full-data energy `U = n_data L - ln p(theta)`, on which
+    /// every kernel's update is written. The temperature stays 1 (the posterior); a weight
+    /// decay `wd` of the mean loss is a Gaussian prior of precision `n_data * wd`.
+    ///
+    /// Probe before sampling: `engine::tuning::probe_lr` finds the largest step that stays
+    /// stable on the first batches.
+    ///
+    /// ```
+    /// use sgmcmc_samplers::registry::SamplerSettings;
+    ///
+    /// let s = SamplerSettings::named("sghmc").mean_loss(0.05, 1000);
+    /// assert_eq!(s.lr, 0.05 / 1000.0);
+    /// ```
+    pub fn mean_loss(mut self, eta: f64, n_data: usize) -> Self {
+        self.lr = eta / n_data as f64;
+        self
+    }
 }
 
 /// Cyclical learning rate (Zhang et al. 2020): `cycles` cosine cycles over the run.
