@@ -210,17 +210,17 @@ fn bench_reports_throughput_and_overhead_ratios() {
     succeeds(&["bench", "--seconds", "0.05", "--no-cnn", "--out", o]);
     let s = summary(&dir);
     let figures = s["figures"].as_array().unwrap();
-    // toy 6; digits MLP autodiff + closed form + autodiff with the prior on the graph 3; MLP
-    // 13-50-1 autodiff 6 and closed form 6; one chain and two chains on threads 2.
-    assert_eq!(figures.len(), 6 + 3 + 6 + 6 + 2, "{s}");
+    // toy 6; digits MLP autodiff + closed form + autodiff with the prior on the graph + drop-in
+    // layers 4; MLP 13-50-1 autodiff 6 and closed form 6; one chain and two chains on threads 2.
+    assert_eq!(figures.len(), 6 + 4 + 6 + 6 + 2, "{s}");
     assert!(
         figures
             .iter()
             .all(|f| f["per_second"].as_f64().unwrap() > 0.0)
     );
-    // digits closed-form:autodiff and detached:graph prior 2; MLP autodiff 4, closed form 4;
-    // VR-reSGLD per step and amortised over 2 periods 3; chains 1.
-    assert_eq!(s["ratios"].as_array().unwrap().len(), 14, "{s}");
+    // digits closed-form:autodiff, detached:graph prior and drop-in:network 3; MLP autodiff 4,
+    // closed form 4; VR-reSGLD per step and amortised over 2 periods 3; chains 1.
+    assert_eq!(s["ratios"].as_array().unwrap().len(), 15, "{s}");
     fails_with(
         &["bench", "--device", "host", "--out", o],
         2,
