@@ -25,7 +25,7 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// SGLD vs cyclical SGLD on the 2-D 9-mode target: mode masses against the exact ones (no data needed).
+    /// SGLD, CSGLD and reSGLD on a two-mode mixture with a high barrier: mode masses against the exact ones and one picture (no data needed).
     Demo(DemoArgs),
     /// Run a sampler on an analytic toy target.
     Toy(ToyArgs),
@@ -62,12 +62,12 @@ pub struct DemoArgs {
     /// Where chains run: host (f64 fast path) or a tensor device (flex, ndarray, wgpu, cuda; wgpu:N or cuda:N for GPU N).
     #[arg(long, default_value_t = DeviceChoice::Host, value_name = "DEVICE")]
     pub device: DeviceChoice,
-    /// Iterations per chain (the paper runs one chain for 2e5; we run 8 longer chains so the
-    /// Monte Carlo errors are small enough to compare the samplers).
+    /// Iterations per chain (the paper runs one CSGLD chain for 1e7; 1e6 already tells the
+    /// samplers apart).
     #[arg(long, default_value_t = 1_000_000)]
     pub iters: u64,
-    /// Independent chains per sampler.
-    #[arg(long, default_value_t = 8)]
+    /// Chains of SGLD and CSGLD (CSGLD's share theta); reSGLD runs its two replicas.
+    #[arg(long, default_value_t = 4)]
     pub chains: usize,
     /// Keep every `thin`-th sample.
     #[arg(long, default_value_t = 10)]

@@ -205,6 +205,45 @@ fn density_curve(
         .collect()
 }
 
+/// A 1-D target's exact density `exp(-U / tau)` (normalised over its support) and, over it,
+/// the importance-weighted histogram of each run's samples (`(name, samples, weights)`, the
+/// weights need not be normalised), as lines: where each sampler puts its mass.
+pub fn weighted_histograms(
+    path: &Path,
+    title: &str,
+    potential: &dyn Potential,
+    tau: f64,
+    runs: &[(&str, &[f64], &[f64])],
+) -> Result<(), AppError> {
+    let Some(&[support]) = potential.support().as_deref() else {
+        return Ok(());
+    };
+    let (lo, hi) = support;
+    let bins = 150;
+    let width = (hi - lo) / bins as f64;
+    let mut series = vec![("exact", density_curve(potential, tau, support, lo, hi, 600))];
+    for &(name, x, w) in runs {
+        let mut mass = vec![0.0; bins];
+        for (xi, wi) in x.iter().zip(w) {
+            let b = ((xi - lo) / width).floor();
+            if b >= 0.0 && (b as usize) < bins {
+                mass[b as usize] += wi;
+            }
+        }
+        let total: f64 = mass.iter().sum::<f64>() * width;
+        let steps = mass
+            .iter()
+            .enumerate()
+            .flat_map(|(b, m)| {
+                let (x0, d) = (lo + b as f64 * width, m / total.max(f64::MIN_POSITIVE));
+                [(x0, d), (x0 + width, d)]
+            })
+            .collect();
+        series.push((name, steps));
+    }
+    lines(path, title, "x", "density", &series)
+}
+
 /// A line chart of named series.
 pub fn lines(
     path: &Path,

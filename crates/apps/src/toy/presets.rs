@@ -101,6 +101,10 @@ pub const PRESET_NAMES: &[(&str, &str)] = &[
         "0.4 N(-6,1) + 0.6 N(4,1), SGLD lr 0.1, 1e7 iterations (CSGLD 4.1)",
     ),
     (
+        "mixture-resgld",
+        "0.4 N(-6,1) + 0.6 N(4,1), reSGLD tau (1, 10), lr 0.1, F 1, 1e6 iterations (the demo)",
+    ),
+    (
         "bimodal-sgld",
         "two modes with a low barrier, SGLD lr 0.01, 8 chains x 2e5 iterations",
     ),
@@ -332,6 +336,25 @@ pub fn preset(name: &str) -> Option<ToyConfig> {
             init: Init::Point(vec![0.0]),
             ..base
         },
+        "mixture-resgld" => {
+            let mut s = at("resgld", 0.1);
+            s.replica = ReplicaSettings {
+                temperatures: vec![1.0, 10.0],
+                variance_period: 100,
+                variance_draws: 10,
+                initial_variance: 100.0,
+                ..ReplicaSettings::default()
+            };
+            ToyConfig {
+                target: "mixture-csgld".into(),
+                sampler: s,
+                chains: 2,
+                iters: 1_000_000,
+                thin: 10,
+                init: Init::Point(vec![0.0]),
+                ..base
+            }
+        }
         "bimodal-sgld" => ToyConfig {
             target: "bimodal".into(),
             sampler: at("sgld", 0.01),
