@@ -4,7 +4,9 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use common::cli::{fails_with, succeeds};
 
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::apps::experiment::execute;
@@ -62,7 +64,10 @@ fn the_cnn_sampler_learns_synthetic_digits_on_every_device() {
     let _serial = serial();
     let root = synthetic("learn");
     for (choice, _device, _scale) in common::devices() {
-        let config = small("icsgld", 2, 8);
+        let mut config = small("icsgld", 2, 8);
+        // Digits 5-9 (outputs 0-4 stand for them), the networks saved on flex.
+        config.classes = vec![5, 6, 7, 8, 9];
+        config.save_samples = choice == DeviceChoice::Flex;
         let data = MnistData::load(&root, &config).unwrap();
         assert_eq!(data.train.len(), 500);
         assert_eq!(data.heldout.len(), 100);
@@ -100,7 +105,67 @@ fn the_cnn_sampler_learns_synthetic_digits_on_every_device() {
         ] {
             assert!(dir.join(f).exists(), "{choice}: {f} missing");
         }
+        if config.save_samples {
+            predict_gives_the_runs_average(&root, &dir, &config, &data, &s);
+        }
     }
+}
+
+/// `sgmcmc predict` on the run's saved networks and its test digits (IDX images, labels as the
+/// digits themselves, one per line) gives the run's model average: its accuracy and NLL, and
+/// the predicted digit in the `class` column.
+fn predict_gives_the_runs_average(
+    root: &Path,
+    dir: &Path,
+    config: &MnistConfig,
+    data: &MnistData,
+    summary: &serde_json::Value,
+) {
+    let test = &data.test;
+    let images = root.join("test-images.idx");
+    let dims = [test.len(), test.rows, test.cols];
+    sgmcmc::data::idx::write_idx(&images, &dims, &test.images, true).unwrap();
+    let labels = root.join("test-labels.txt");
+    let digits: Vec<u8> = test
+        .labels
+        .iter()
+        .map(|&l| config.classes[usize::from(l)])
+        .collect();
+    let text: String = digits.iter().map(|d| format!("{d}\n")).collect();
+    std::fs::write(&labels, text).unwrap();
+    let out = root.join("predictions.csv");
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (dir, images, labels, out) = (path(dir), path(&images), path(&labels), path(&out));
+    succeeds(&[
+        "predict", "--run", &dir, "--data", &images, "--labels", &labels, "--out", &out,
+    ]);
+    let metrics: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&out).with_file_name("metrics.json")).unwrap(),
+    )
+    .unwrap();
+    // The same networks, inputs normalised by the same table: the same numbers to rounding.
+    for (m, s) in [("accuracy", "bma_accuracy"), ("nll", "bma_nll")] {
+        let (m, s) = (metrics[m].as_f64().unwrap(), summary[s].as_f64().unwrap());
+        assert!((m - s).abs() <= 1e-9 * s.abs().max(1.0), "{m} vs {s}");
+    }
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert!(csv.starts_with("p_5,p_6,p_7,p_8,p_9,class,"), "{csv}");
+    let right = csv
+        .lines()
+        .skip(1)
+        .zip(&digits)
+        .filter(|(row, d)| row.split(',').nth(5) == Some(&d.to_string()))
+        .count();
+    assert_eq!(
+        right as f64 / digits.len() as f64,
+        metrics["accuracy"].as_f64().unwrap()
+    );
+    // A digit the run did not learn is refused in one line.
+    std::fs::write(&labels, "0\n".repeat(test.len())).unwrap();
+    let args = [
+        "predict", "--run", &dir, "--data", &images, "--labels", &labels,
+    ];
+    fails_with(&args, 2, "label 0 is not one of the run's 5 classes");
 }
 
 #[test]

@@ -8,14 +8,13 @@
 //! model brings its own, and the model average is the weighted average of the class
 //! probabilities of these networks.
 
-use burn::module::Module;
-use burn::tensor::{Device, activation};
+use burn::tensor::{Device, Tensor, activation};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::Images;
 use sgmcmc_data::datasets::ChannelBatcher;
+use sgmcmc_models::Network;
 use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, entropy, nll};
-use sgmcmc_models::{ImageClassifier, Network};
 
 use crate::error::AppError;
 use crate::images::data::tensor;
@@ -31,8 +30,8 @@ pub const ECE_BINS: usize = 15;
 /// threads of the current pool (burn's inference convolution keeps about one core busy); each
 /// chunk is computed alone and the rows are concatenated in order, so the result does not
 /// depend on the threads.
-pub fn probabilities(
-    model: &ImageClassifier,
+pub fn probabilities<M: Network<Input = Tensor<4>> + Sync>(
+    model: &M,
     set: &Images,
     norm: &ChannelBatcher,
     device: &Device,

@@ -41,7 +41,7 @@ use crate::images::eval::{
 };
 use crate::images::swag::{draws, trainable_values};
 use crate::predict::SavedModel;
-use crate::predict::classifier::ClassifierInput;
+use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use crate::run_meta::RunMeta;
 
 /// The sampler of a run.
@@ -495,9 +495,12 @@ impl NetExperiment for Images {
             }),
             save: config.save_samples.then(|| {
                 SavedModel::ImageClassifier(ClassifierInput {
-                    model: config.model.clone(),
-                    width: config.width,
+                    network: ClassifierNetwork::ImageClassifier {
+                        model: config.model.clone(),
+                        width: config.width,
+                    },
                     classes: data.classes(),
+                    class_labels: Vec::new(),
                     shape: [data.train.channels, data.train.rows, data.train.cols],
                     normaliser: data.normaliser.clone(),
                 })

@@ -100,6 +100,10 @@ pub struct MnistConfig {
     /// [`crate::mnist`]), `bin` for the papers' `theta[J]^zeta`.
     #[serde(default)]
     pub weights: WeightRule,
+    /// Save the networks the model average collects, with their log weights, in `samples/`
+    /// (and the network's description in `model.json`) for `sgmcmc predict`. One process.
+    #[serde(default)]
+    pub save_samples: bool,
 }
 
 impl MnistConfig {
@@ -138,6 +142,7 @@ impl MnistConfig {
             checkpoint_every: 25,
             seed: 1,
             weights: WeightRule::Reference,
+            save_samples: false,
         };
         match name {
             "paper" => Ok(paper),

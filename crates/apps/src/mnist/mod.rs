@@ -141,6 +141,9 @@ pub struct MnistArgs {
     /// Continue the checkpointed run in this directory.
     #[arg(long)]
     pub resume: Option<PathBuf>,
+    /// Save the averaged networks and their log weights in `OUT/samples` for `sgmcmc predict`.
+    #[arg(long)]
+    pub save_samples: bool,
     /// Overlay finished runs (their directories) into `--out`.
     #[arg(long, num_args = 1..)]
     pub compare: Vec<PathBuf>,
@@ -174,6 +177,8 @@ pub const FILES: &[&str] = &[
     "entropy_cdf.png",
     "summary.json",
     crate::experiment::TRACE_FILE,
+    crate::experiment::MODEL_FILE,
+    crate::experiment::SAMPLES_DIR,
 ];
 
 fn data_dir(a: &MnistArgs) -> PathBuf {
@@ -217,6 +222,7 @@ pub fn config_of(
     if let Some(v) = a.bma_weights {
         c.weights = v.rule();
     }
+    c.save_samples |= a.save_samples;
     c.validate()?;
     Ok(c)
 }

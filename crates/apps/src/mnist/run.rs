@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
-use sgmcmc_data::datasets::ImageBatcher;
+use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
 use sgmcmc_engine::observers::TracePart;
 use sgmcmc_engine::{
@@ -42,6 +42,8 @@ use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
+use crate::predict::SavedModel;
+use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use crate::run_meta::RunMeta;
 
 /// One step of one chain.
@@ -141,6 +143,32 @@ pub fn batches(
         device,
     )?;
     Ok(source.map(Batch::from))
+}
+
+/// The network of a run.
+pub fn cnn_config(config: &MnistConfig, data: &MnistData) -> CnnConfig {
+    CnnConfig {
+        channels: config.channels,
+        hidden: config.hidden,
+        classes: config.classes.len(),
+        image_size: data.train.rows,
+        ..CnnConfig::default()
+    }
+}
+
+/// What `model.json` says of a run's saved networks: the CNN, the digits its outputs stand
+/// for, and the normalisation of its inputs.
+fn saved_model(config: &MnistConfig, data: &MnistData) -> SavedModel {
+    SavedModel::ImageClassifier(ClassifierInput {
+        network: ClassifierNetwork::Cnn(cnn_config(config, data)),
+        classes: config.classes.len(),
+        class_labels: config.classes.clone(),
+        shape: [1, data.train.rows, data.train.cols],
+        normaliser: ChannelBatcher {
+            mean: vec![MNIST_MEAN],
+            std: vec![MNIST_STD],
+        },
+    })
 }
 
 /// Where a run stops early (tests of resume).
@@ -321,13 +349,7 @@ impl NetExperiment for Mnist {
                 prior_precision: config.prior_precision,
             },
         };
-        let cnn = CnnConfig {
-            channels: config.channels,
-            hidden: config.hidden,
-            classes: config.classes.len(),
-            image_size: data.train.rows,
-            ..CnnConfig::default()
-        };
+        let cnn = cnn_config(config, data);
         let placement = ranks.placement(config.chains)?;
         let here = placement.here();
         let modules = init::chains_in(device, config.seed, here.clone(), || cnn.init(device));
@@ -376,7 +398,7 @@ impl NetExperiment for Mnist {
             stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
             progress_every: 1000,
             keep: Box::new(keeps(config, per_epoch)),
-            save: None,
+            save: config.save_samples.then(|| saved_model(config, data)),
         };
         let mut batches = batches(config, data, device)?;
         let trace = drive(session, schedule, &mut recorder, sampler, &mut batches)?;

@@ -1,6 +1,6 @@
-//! `sgmcmc predict` on a saved image classifier (`sgmcmc images ... --save-samples`): the
-//! posterior's class probabilities on new images, their predictive entropy and its epistemic
-//! part, and with labels the metrics of `sgmcmc images`' summary.
+//! `sgmcmc predict` on a saved image classifier (`sgmcmc images` or `sgmcmc mnist` with
+//! `--save-samples`): the posterior's class probabilities on new images, their predictive
+//! entropy and its epistemic part, and with labels the accuracy, NLL, Brier score and ECE.
 //!
 //! The images are an IDX file of unsigned bytes (`[n, rows, cols]` for one channel, or `[n,
 //! channels, rows, cols]`; plain or gzip, as the MNIST distribution ships them) or a text file
@@ -14,27 +14,45 @@
 use std::path::Path;
 
 use burn::tensor::Device;
+use burn::tensor::Tensor;
 use serde::Serialize;
 use sgmcmc_data::Images;
 use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_data::idx::read_idx;
 use sgmcmc_engine::SavedPosterior;
-use sgmcmc_models::ImageClassifier;
 use sgmcmc_models::metrics::{entropy, mutual_information};
+use sgmcmc_models::{Architecture, CnnConfig, ImageClassifier, Network};
 
 use super::read_rows;
 use crate::error::AppError;
 use crate::images::eval::{Metrics, metrics, probabilities};
 
+/// The network of a saved classifier.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(tag = "network", rename_all = "snake_case")]
+pub enum ClassifierNetwork {
+    /// A ResNet of `sgmcmc images`.
+    ImageClassifier {
+        /// The architecture's name (`sgmcmc images --model`).
+        model: String,
+        /// Its base width.
+        width: usize,
+    },
+    /// The CNN of `sgmcmc mnist`.
+    Cnn(CnnConfig),
+}
+
 /// The network and input of a saved image classifier ([`super::SavedModel::ImageClassifier`]).
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct ClassifierInput {
-    /// The architecture's name (`sgmcmc images --model`).
-    pub model: String,
-    /// Its base width.
-    pub width: usize,
+    /// The network.
+    pub network: ClassifierNetwork,
     /// Classes.
     pub classes: usize,
+    /// The label each output stands for (`sgmcmc mnist`'s digits); empty: output `c` is label
+    /// `c`. Given labels are read in these terms.
+    #[serde(default)]
+    pub class_labels: Vec<u8>,
     /// Channels, rows and columns of an image.
     pub shape: [usize; 3],
     /// The per-channel normalisation of the training run.
@@ -55,8 +73,8 @@ pub struct ClassPredictions {
     pub metrics: Option<Metrics>,
 }
 
-/// The model average of the run in `dir` (a [`super::SavedModel::ImageClassifier`]) on the images of
-/// `data`, scored against `labels` when given.
+/// The model average of the run in `dir` (a [`super::SavedModel::ImageClassifier`]) on the
+/// images of `data`, scored against `labels` when given.
 pub fn predict(
     dir: &Path,
     input: &ClassifierInput,
@@ -66,25 +84,21 @@ pub fn predict(
 ) -> Result<ClassPredictions, AppError> {
     let k = input.classes;
     let set = read_images(data, labels, input)?;
-    let arch: sgmcmc_models::Architecture = input
-        .model
-        .parse()
-        .map_err(|e| AppError::Input(format!("{}: {e}", dir.join("model.json").display())))?;
-    let template: ImageClassifier = arch
-        .init(k, input.shape[0], input.width, device)
-        .map_err(AppError::Input)?;
-    let posterior = SavedPosterior::open(&dir.join("samples"))?;
-    // Each model's probabilities and its per-image entropy, averaged together.
-    let mean = posterior
-        .average(&template, |m: &ImageClassifier| {
-            let mut p =
-                probabilities(m, &set, &input.normaliser, device).map_err(|e| e.to_string())?;
-            let h = entropy(&p, k);
-            p.extend(h);
-            Ok(p)
-        })?
-        .mean()
-        .ok_or_else(|| AppError::Input("every saved model has weight 0".into()))?;
+    let posterior = SavedPosterior::open(&dir.join(crate::experiment::SAMPLES_DIR))?;
+    let mean = match &input.network {
+        ClassifierNetwork::ImageClassifier { model, width } => {
+            let arch: Architecture = model.parse().map_err(|e| {
+                AppError::Input(format!("{}: {e}", dir.join("model.json").display()))
+            })?;
+            let template: ImageClassifier = arch
+                .init(k, input.shape[0], *width, device)
+                .map_err(AppError::Input)?;
+            averaged(&posterior, &template, &set, input, device)?
+        }
+        ClassifierNetwork::Cnn(cnn) => {
+            averaged(&posterior, &cnn.init(device), &set, input, device)?
+        }
+    };
     let (probs, mean_entropy) = mean.split_at(set.len() * k);
     let metrics = labels.map(|_| metrics(probs, &set));
     Ok(ClassPredictions {
@@ -94,6 +108,27 @@ pub fn predict(
         probabilities: probs.to_vec(),
         metrics,
     })
+}
+
+/// The weighted average over the saved models of each model's class probabilities on `set`,
+/// then of its per-image entropies, in one vector.
+fn averaged<M: Network<Input = Tensor<4>> + Sync>(
+    posterior: &SavedPosterior,
+    template: &M,
+    set: &Images,
+    input: &ClassifierInput,
+    device: &Device,
+) -> Result<Vec<f64>, AppError> {
+    posterior
+        .average(template, |m: &M| {
+            let mut p =
+                probabilities(m, set, &input.normaliser, device).map_err(|e| e.to_string())?;
+            let h = entropy(&p, input.classes);
+            p.extend(h);
+            Ok(p)
+        })?
+        .mean()
+        .ok_or_else(|| AppError::Input("every saved model has weight 0".into()))
 }
 
 /// The images of `path` (IDX or text rows) with the labels of `labels` (0 without).
@@ -136,7 +171,7 @@ fn read_images(
         )));
     }
     let labels = match labels {
-        Some(p) => read_labels(p, n, input.classes)?,
+        Some(p) => read_labels(p, n, input)?,
         None => vec![0; n],
     };
     Ok(Images {
@@ -165,8 +200,9 @@ fn pixel_row(path: &Path, i: usize, row: Vec<f64>) -> Result<Vec<u8>, AppError> 
         .collect()
 }
 
-/// `n` labels in `0..classes` from an IDX file of bytes or a text file of integers.
-fn read_labels(path: &Path, n: usize, classes: usize) -> Result<Vec<u8>, AppError> {
+/// `n` labels from an IDX file of bytes or a text file of integers, as output indices (through
+/// the run's class labels, where it has them).
+fn read_labels(path: &Path, n: usize, input: &ClassifierInput) -> Result<Vec<u8>, AppError> {
     let labels: Vec<u8> = match read_idx(path) {
         Ok(a) => a.data,
         Err(_) => read_rows(path, 1)?
@@ -191,19 +227,30 @@ fn read_labels(path: &Path, n: usize, classes: usize) -> Result<Vec<u8>, AppErro
             labels.len()
         )));
     }
-    if let Some(l) = labels.iter().find(|&&l| usize::from(l) >= classes) {
-        return Err(AppError::Input(format!(
-            "{}: label {l} is not one of the run's {classes} classes",
-            path.display()
-        )));
-    }
-    Ok(labels)
+    let classes = input.classes;
+    labels
+        .into_iter()
+        .map(|l| {
+            let index = match input.class_labels.as_slice() {
+                [] => (usize::from(l) < classes).then_some(l),
+                names => names.iter().position(|&c| c == l).map(|i| i as u8),
+            };
+            index.ok_or_else(|| {
+                AppError::Input(format!(
+                    "{}: label {l} is not one of the run's {classes} classes",
+                    path.display()
+                ))
+            })
+        })
+        .collect()
 }
 
-/// The rows of `predictions.csv`: `p_0 .. p_{k-1}, class, entropy, mutual_information`.
-pub fn table(p: &ClassPredictions) -> (Vec<String>, Vec<Vec<f64>>) {
+/// The rows of `predictions.csv`: `p_c` for every class `c`, the predicted class, the entropy
+/// and the mutual information (classes named by the run's class labels, where it has them).
+pub fn table(p: &ClassPredictions, input: &ClassifierInput) -> (Vec<String>, Vec<Vec<f64>>) {
     let k = p.classes;
-    let mut header: Vec<String> = (0..k).map(|c| format!("p_{c}")).collect();
+    let label = |c: usize| input.class_labels.get(c).map_or(c, |&l| usize::from(l));
+    let mut header: Vec<String> = (0..k).map(|c| format!("p_{}", label(c))).collect();
     header.extend(["class", "entropy", "mutual_information"].map(String::from));
     let rows = p
         .probabilities
@@ -212,7 +259,7 @@ pub fn table(p: &ClassPredictions) -> (Vec<String>, Vec<Vec<f64>>) {
         .map(|(i, row)| {
             let class = (0..k).fold(0, |b, c| if row[c] > row[b] { c } else { b });
             let mut r = row.to_vec();
-            r.extend([class as f64, p.entropy[i], p.mutual_information[i]]);
+            r.extend([label(class) as f64, p.entropy[i], p.mutual_information[i]]);
             r
         })
         .collect();

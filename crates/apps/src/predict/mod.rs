@@ -2,7 +2,7 @@
 //! new inputs, without sampling again.
 //!
 //! `DIR` is a run folder written with `--save-samples` (`sgmcmc uci ... --save-samples` writes
-//! one per seed, `OUT/seed-K`; `sgmcmc images ... --save-samples` one): its `model.json` says
+//! one per seed, `OUT/seed-K`; `sgmcmc images` and `sgmcmc mnist` one): its `model.json` says
 //! which network and which input standardization the run used, `samples/` holds the kept
 //! models with their log importance weights. The predictions go to `predictions.csv` beside
 //! `FILE` or to `--out`.
@@ -221,7 +221,7 @@ pub fn run(a: &PredictArgs) -> Result<(), AppError> {
         }
         SavedModel::ImageClassifier(input) => {
             let p = classifier::predict(&a.run, &input, &a.data, a.labels.as_deref(), &device)?;
-            let (header, rows) = classifier::table(&p);
+            let (header, rows) = classifier::table(&p, &input);
             let header: Vec<&str> = header.iter().map(String::as_str).collect();
             output::write_csv(&out, &header, &rows)?;
             if let Some(m) = &p.metrics {
