@@ -19,12 +19,13 @@ import xarray as xr
 def main(path: str) -> int:
     idata = az.InferenceData.from_datatree(xr.open_datatree(path, engine="zarr"))
     print(idata)
-    posterior = list(idata.posterior.data_vars)
-    if posterior:
+    # A trace of energies alone (no functionals) has no posterior group.
+    if "posterior" in idata.groups() and list(idata.posterior.data_vars):
         print(az.summary(idata, kind="all"))
     stats = az.summary(idata, group="sample_stats", var_names=["lp"], kind="diagnostics")
     print(stats)
-    chains, draws = idata.posterior.sizes["chain"], idata.posterior.sizes["draw"]
+    sizes = idata.sample_stats.sizes
+    chains, draws = sizes["chain"], sizes["draw"]
     lp = idata.sample_stats["lp"].values
     if lp.shape != (chains, draws) or not np.isfinite(lp).all():
         print(f"error: lp has shape {lp.shape} or non-finite values", file=sys.stderr)

@@ -153,6 +153,16 @@ fn predict_on_a_saved_posterior_equals_the_runs_model_average() {
         "--out",
         out.to_str().unwrap(),
     ]);
+    // The seed's draws are an ArviZ store beside its samples: `lp` by (chain, draw), as many
+    // draws as the summary's diagnostics count.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let d = &summary["cells"][0]["runs"][0]["diagnostics"];
+    let lp: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("seed-0/trace.zarr/sample_stats/lp/.zarray")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(lp["shape"], serde_json::json!([2, d["draws"]]), "{d}");
     let set = UciDataset::load(&data).unwrap();
     let rows: String = set.splits[0]
         .test

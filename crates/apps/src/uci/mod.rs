@@ -166,8 +166,8 @@ fn default_field(sampler: &str) -> Option<RandomField> {
     (own == Family::Contour(RandomField::Power)).then_some(RandomField::Interacting)
 }
 
-/// What one dataset and sampler writes into `--out` (`seed-K` folders hold checkpoints and
-/// saved samples).
+/// What one dataset and sampler writes into `--out` (`seed-K` folders hold each seed's
+/// `trace.zarr`, and its checkpoints and saved samples).
 pub const FILES: &[&str] = &[
     "config.toml",
     "table.md",
@@ -418,6 +418,7 @@ fn run_jobs(
                 contour: None,
                 predictions: Vec::new(),
                 diagnostics: None,
+                trace: None,
                 settings: None,
             }),
             Some(Err(e)) => Err(e),
@@ -687,6 +688,14 @@ fn single(
         run_jobs(config.device, threads, &jobs, &datasets)?
     };
     ranks.on_leader(|| {
+        // Each seed's draws as an ArviZ store in its folder.
+        for (seed, r) in results.iter().enumerate() {
+            if let Some(trace) = &r.trace {
+                let dir = out.join(format!("seed-{seed}"));
+                crate::output::run_dir(&dir)?;
+                crate::experiment::write_trace(&dir, trace)?;
+            }
+        }
         let sampler = config.run.sampler.name.clone();
         let cells = vec![cell(&config.dataset, &sampler, results)];
         let wall = start.elapsed().as_secs_f64();

@@ -40,7 +40,9 @@ use std::path::PathBuf;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
-use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard, SampleSaver, Trace, TraceSummary};
+use sgmcmc_engine::observers::{
+    BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary,
+};
 use sgmcmc_engine::{
     BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
 };
@@ -243,6 +245,10 @@ pub struct UciResult {
     /// bulk and tail ESS, MCSE, and the Pareto `k-hat` of contour samplers' weights.
     #[serde(default)]
     pub diagnostics: Option<TraceSummary>,
+    /// The draws the diagnostics come from, every chain's (on rank 0; not kept in the result
+    /// files a resume reads back).
+    #[serde(skip)]
+    pub trace: Option<TracePart>,
     /// The settings the run ran with (a resume refuses to read the result back under others).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<UciRun>,
@@ -669,7 +675,8 @@ where
     }
     let report = ranks.settle(r.run(&mut sampler, &mut batches), &layout)?;
     // Every rank's draws to rank 0 (a collective every rank reaches before any returns).
-    let diagnostics = trace.summary_over(ranks)?;
+    let trace = trace.gather(ranks)?;
+    let diagnostics = trace.clone().map(|t| Trace::from(t).summary());
     let mut s = average.sums;
     if ranks.is_distributed() {
         let Some(parts) = ranks.gather(std::mem::take(&mut s.kept))? else {
@@ -720,6 +727,7 @@ where
             .map(|st| st.finish(sampler.theta().map(|t| t.theta()), &theta_start)),
         predictions: pred,
         diagnostics,
+        trace,
         settings: None,
     }))
 }
