@@ -19,7 +19,7 @@ use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, SampleForma
 use sgmcmc::engine::safetensors::Parameters;
 use sgmcmc::engine::{BatchSource, Run, SavedPosterior, Shuffle, TensorBatches, init};
 use sgmcmc::models::ModelPosterior;
-use sgmcmc::nn::{Conv2d, Linear, MaxPool2d, categorical};
+use sgmcmc::nn::{Conv2d, Linear, MaxPool2d, categorical, probabilities};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
 
@@ -56,21 +56,15 @@ impl Cnn {
 
 /// Class probabilities of `net` on the images `x`, `[n, 10]` row-major.
 fn predict(net: &Cnn, x: &Tensor<4>) -> Result<Vec<f64>, String> {
-    let p = activation::softmax(net.valid().forward(x.clone().inner()), 1);
-    let v = p
-        .into_data()
-        .try_into_vec::<f32>()
-        .map_err(|e| format!("{e:?}"))?;
-    Ok(v.into_iter().map(f64::from).collect())
+    probabilities(net.valid().forward(x.clone().inner()))
 }
 
 /// The digits as tensors: images `[n, 1, 8, 8]` in `[0, 1]` and labels.
-fn tensors(d: &Digits, device: &Device) -> (Tensor<4>, Tensor<1, Int>, Vec<usize>) {
+fn tensors(d: &Digits, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
     let n = d.len();
     let x = Tensor::from_data(TensorData::new(d.features(), [n, 1, 8, 8]), device);
     let labels: Vec<i64> = d.labels.iter().map(|&l| i64::from(l)).collect();
-    let y = Tensor::from_data(TensorData::new(labels, [n]), device);
-    (x, y, d.labels.iter().map(|&l| usize::from(l)).collect())
+    (x, Tensor::from_data(TensorData::new(labels, [n]), device))
 }
 
 /// The real digits, else synthetic ones written under `target/classifier` with a fifth of the
@@ -111,8 +105,8 @@ pub struct Outcome {
 pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
     let device = Device::flex().autodiff();
     let (train, test) = digits()?.split(0.2, 0)?;
-    let (x, y, _) = tensors(&train, &device);
-    let (x_test, _, labels) = tensors(&test, &device);
+    let (x, y) = tensors(&train, &device);
+    let (x_test, _) = tensors(&test, &device);
     let n = train.len();
     let mut outcomes = Vec::new();
     for sampler in ["sghmc", "cycsghmc"] {
@@ -154,8 +148,8 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
             .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         outcomes.push(Outcome {
             sampler,
-            average: bma.scores(&labels)?,
-            last: bma.last_scores(&labels)?,
+            average: bma.scores(&test.labels)?,
+            last: bma.last_scores(&test.labels)?,
             reloaded_difference,
         });
     }

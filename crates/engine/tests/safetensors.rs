@@ -204,8 +204,13 @@ fn samples_saved_as_safetensors_average_to_the_runs_model_average() {
     .build(chains, 4)
     .unwrap();
     let mut avg = ModelAverage::new(predict);
-    let mut saver =
-        SampleSaver::new(dir.join("samples")).format(SampleFormat::Safetensors(Parameters::All));
+    // An earlier run's model in the reused folder goes; a file of the user's stays.
+    let samples = dir.join("samples");
+    std::fs::create_dir_all(&samples).unwrap();
+    let stale = samples.join("step-000000005-chain-9.bpk");
+    std::fs::write(&stale, b"an earlier run").unwrap();
+    std::fs::write(samples.join("notes.txt"), b"mine").unwrap();
+    let mut saver = SampleSaver::new(&samples).format(SampleFormat::Safetensors(Parameters::All));
     Run::steps(steps)
         .burn_in(100)
         .thin(10)
@@ -213,6 +218,7 @@ fn samples_saved_as_safetensors_average_to_the_runs_model_average() {
         .observe(&mut saver)
         .run(&mut s, &mut Repeat((x.clone(), y)))
         .unwrap();
+    assert!(!stale.exists() && samples.join("notes.txt").exists());
     let saved = SavedPosterior::open(&dir.join("samples")).unwrap();
     assert_eq!(saved.len(), 20);
     assert!(saved.rows()[0].file.ends_with(".safetensors"));

@@ -86,6 +86,18 @@ where
     }
 }
 
+/// A copy of the likelihood (a closure likelihood is `Clone` when its captures are), e.g. to
+/// build a second posterior over the same data.
+impl<F: Clone, B, G: Clone> Clone for NllFn<F, B, G> {
+    fn clone(&self) -> Self {
+        Self {
+            f: self.f.clone(),
+            to_inner: self.to_inner.clone(),
+            _batch: PhantomData,
+        }
+    }
+}
+
 impl<F, B, G> NllFn<F, B, G> {
     /// The same likelihood with forward-only energies (control-variate snapshots, full passes)
     /// computed off the autodiff graph ([`NegLogLik::nll_off_graph`]): `to_inner(batch)` is the

@@ -177,16 +177,35 @@ pub fn categorical<M, X, F>(logits: F) -> Categorical<F, X>
 where
     F: Fn(&M, &X) -> Tensor<2> + Sync,
 {
-    Categorical {
-        logits,
-        _inputs: PhantomData,
-    }
+    categorical_of(logits)
+}
+
+/// The class probabilities `softmax(logits)` of each row, row-major as `f64`: what the
+/// `predict` closure of the engine's `ClassifierAverage` returns, e.g.
+/// `|net: &Net| probabilities(net.valid().forward(x_test.clone()))` with `x_test` on the plain
+/// device (`Tensor::inner`), off the autodiff graph.
+pub fn probabilities(logits: Tensor<2>) -> Result<Vec<f64>, String> {
+    let p = burn::tensor::activation::softmax(logits, 1).into_data();
+    Ok(p.iter::<f64>().collect())
 }
 
 /// The likelihood of [`categorical`].
 pub struct Categorical<F, X> {
     logits: F,
     _inputs: PhantomData<fn(&X)>,
+}
+
+impl<F: Clone, X> Clone for Categorical<F, X> {
+    fn clone(&self) -> Self {
+        categorical_of(self.logits.clone())
+    }
+}
+
+fn categorical_of<F, X>(logits: F) -> Categorical<F, X> {
+    Categorical {
+        logits,
+        _inputs: PhantomData,
+    }
 }
 
 impl<M, X: Sync, F> NegLogLik<M> for Categorical<F, X>

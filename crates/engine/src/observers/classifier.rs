@@ -132,15 +132,19 @@ impl<F> ClassifierAverage<F> {
         Some((entropy(&mean, self.classes), mi))
     }
 
-    /// The model average's scores on the set's `labels` (one per input, each below `classes`).
+    /// The model average's scores on the set's `labels` (one per input, each below `classes`;
+    /// `usize`, or the `u8` labels of the data readers).
     ///
     /// # Errors
     ///
     /// Before a model with positive weight, or for labels that do not fit the predictions.
-    pub fn scores(&self, labels: &[usize]) -> Result<ClassifierScores, RunError> {
+    pub fn scores<L: Copy + Into<usize>>(
+        &self,
+        labels: &[L],
+    ) -> Result<ClassifierScores, RunError> {
         let (_, mi) = self.uncertainty().ok_or_else(no_model)?;
         let mean = self.probabilities().ok_or_else(no_model)?;
-        score(&mean, self.classes, labels, mean_of(&mi))
+        score(&mean, self.classes, &indices(labels), mean_of(&mi))
     }
 
     /// The last model's scores on the set's `labels`, for comparison with the average.
@@ -148,8 +152,12 @@ impl<F> ClassifierAverage<F> {
     /// # Errors
     ///
     /// As [`ClassifierAverage::scores`].
-    pub fn last_scores(&self, labels: &[usize]) -> Result<ClassifierScores, RunError> {
-        score(self.last().ok_or_else(no_model)?, self.classes, labels, 0.0)
+    pub fn last_scores<L: Copy + Into<usize>>(
+        &self,
+        labels: &[L],
+    ) -> Result<ClassifierScores, RunError> {
+        let last = self.last().ok_or_else(no_model)?;
+        score(last, self.classes, &indices(labels), 0.0)
     }
 
     /// How well the average's predictive entropy tells `other`'s inputs (out of distribution)
@@ -170,6 +178,10 @@ fn no_model() -> RunError {
 
 fn mean_of(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn indices<L: Copy + Into<usize>>(labels: &[L]) -> Vec<usize> {
+    labels.iter().map(|&l| l.into()).collect()
 }
 
 /// Scores of the probabilities `probs` on `labels`, with the mutual information given.
@@ -243,7 +255,7 @@ mod tests {
         let mean = avg.probabilities().unwrap();
         let want = [0.6, 0.4, 0.575, 0.425];
         assert!(mean.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-15));
-        let s = avg.scores(&[0, 1]).unwrap();
+        let s = avg.scores(&[0u8, 1]).unwrap();
         assert_eq!(s.accuracy, 0.5);
         assert!((s.nll - -(0.6f64.ln() + 0.425f64.ln()) / 2.0).abs() < 1e-15);
         assert!((s.brier - (2.0 * 0.16 + 2.0 * 0.575 * 0.575) / 2.0).abs() < 1e-15);
@@ -259,7 +271,7 @@ mod tests {
         assert_eq!(s.reliability.len(), 2);
         // The last model alone: B (its tie in row 0 goes to the first class), no mutual
         // information.
-        let last = avg.last_scores(&[0, 1]).unwrap();
+        let last = avg.last_scores(&[0usize, 1]).unwrap();
         assert_eq!((last.accuracy, last.mutual_information), (0.5, 0.0));
         assert_eq!(avg.average().models(), 2);
         assert!((avg.average().effective_models() - 16.0 / 10.0).abs() < 1e-12);
@@ -290,10 +302,10 @@ mod tests {
         assert!(e.contains("earlier 3"), "{e}");
         assert!(ClassifierAverage::new(0, none).add_log(0.0, &[]).is_err());
         // Labels must match the predictions: one per input, each a class.
-        assert!(avg.scores(&[0]).is_ok());
-        assert!(avg.scores(&[0, 1]).is_err() && avg.scores(&[3]).is_err());
+        assert!(avg.scores(&[0usize]).is_ok());
+        assert!(avg.scores(&[0usize, 1]).is_err() && avg.scores(&[3u8]).is_err());
         assert!(
-            ClassifierAverage::new(3, none).scores(&[0]).is_err(),
+            ClassifierAverage::new(3, none).scores(&[0usize]).is_err(),
             "no model yet"
         );
     }

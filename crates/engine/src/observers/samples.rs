@@ -69,6 +69,23 @@ impl SampleSaver {
         &self.dir
     }
 
+    /// Removes the files of an earlier run from the folder: its index and its models
+    /// (`step-*-chain-*.bpk` / `.safetensors`); other files stay.
+    fn remove_earlier_samples(&self) -> Result<(), RunError> {
+        let io =
+            |e: std::io::Error| RunError::Observer(format!("clearing {}: {e}", self.dir.display()));
+        for entry in std::fs::read_dir(&self.dir).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let model = name.starts_with("step-")
+                && (name.ends_with(".bpk") || name.ends_with(".safetensors"));
+            if model || name == SAMPLES_INDEX {
+                std::fs::remove_file(&path).map_err(io)?;
+            }
+        }
+        Ok(())
+    }
+
     fn write_index(&self) -> Result<(), RunError> {
         let mut text = String::from("step,chain,log_weight,file\n");
         for r in &self.rows {
@@ -91,8 +108,13 @@ where
         true
     }
 
-    fn on_start(&mut self, _: &Progress, _: &S) -> Result<(), RunError> {
-        create_dir(&self.dir)
+    fn on_start(&mut self, at: &Progress, _: &S) -> Result<(), RunError> {
+        create_dir(&self.dir)?;
+        // A fresh run in a reused folder: an earlier run's models would join this one's.
+        if at.step == 0 && self.rows.is_empty() {
+            self.remove_earlier_samples()?;
+        }
+        Ok(())
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {

@@ -155,6 +155,15 @@ impl Default for AnnealingSettings {
 
 /// Contour samplers (CSGLD paper eq. 8-9; thesis Algorithm 7): the energy partition, `zeta`,
 /// the stochastic-approximation steps and theta.
+///
+/// The partition (`u_min`, `du`, `bins`) should come from a pilot run at the target
+/// temperature: `sgmcmc_engine::tuning::pilot_energies` then `tuning::partition(&energies,
+/// bins)` (`examples/icsgld_regression.rs`). A partition much wider than the energies the chains
+/// visit leaves them in one or two bins, where theta cannot learn the landscape: the gradient
+/// multiplier stays near 1 and the sampler is its base kernel (SGLD's model average, with
+/// importance weights). `sgmcmc uci` and `sgmcmc mnist` report the multiplier's range in their
+/// summaries (`toy` in `metrics.csv`), and `AnySampler::multiplier_reach` bounds it before a
+/// run: a range within about 1 +- 0.01 means the partition did not work.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContourSettings {
