@@ -1,14 +1,16 @@
 //! What the posterior examples share: a 1-50-50-1 tanh network written as an ordinary burn
-//! module, a 1-D regression data set made here, and its Gaussian likelihood as a closure.
+//! module (burn's `Linear` as `sgmcmc::nn` wraps it, and the library's `tanh`), a 1-D
+//! regression data set made here, and its Gaussian likelihood as a closure.
 #![allow(dead_code)]
 
 use sgmcmc::burn::data::dataloader::batcher::Batcher;
 use sgmcmc::burn::data::dataset::InMemDataset;
 use sgmcmc::burn::module::Module;
-use sgmcmc::burn::nn::{Linear, LinearConfig};
+use sgmcmc::burn::nn::LinearConfig;
 use sgmcmc::burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc::models::nll::NllFn;
 use sgmcmc::models::{ModelPosterior, nll_fn};
+use sgmcmc::nn::{Linear, tanh};
 
 /// The network.
 #[derive(Module, Debug)]
@@ -20,7 +22,7 @@ pub struct Net {
 
 impl Net {
     pub fn new(device: &Device) -> Self {
-        let l = |i, o| LinearConfig::new(i, o).init(device);
+        let l = |i, o| LinearConfig::new(i, o).init(device).into();
         Self {
             l1: l(1, 50),
             l2: l(50, 50),
@@ -30,7 +32,7 @@ impl Net {
 
     pub fn forward(&self, x: Tensor<2>) -> Tensor<2> {
         self.l3
-            .forward(self.l2.forward(self.l1.forward(x).tanh()).tanh())
+            .forward(tanh(self.l2.forward(tanh(self.l1.forward(x)))))
     }
 }
 
