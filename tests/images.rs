@@ -185,6 +185,14 @@ fn every_sampler_family_runs_on_every_device() {
             let nll = s["bma"]["nll"].as_f64().unwrap();
             assert!(nll.is_finite() && nll > 0.0, "{choice} {sampler}: {s}");
             assert!(s["bma_models"].as_u64().unwrap() >= 1, "{choice} {sampler}");
+            // The gradient multiplier: exactly 1 for SGHMC, a finite range for the contour
+            // samplers (the run's own theta).
+            let range: Vec<f64> = serde_json::from_value(s["multiplier_range"].clone()).unwrap();
+            match *sampler {
+                "sghmc" => assert_eq!(range, [1.0, 1.0]),
+                "icsghmc" | "csghmc" => assert!(range[0] <= range[1] && range[1].is_finite()),
+                _ => {}
+            }
             // The trace holds the averaged networks (cycSWAG averages its own draws).
             let d = &s["diagnostics"];
             if *sampler != "cycswag" {

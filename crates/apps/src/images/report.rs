@@ -68,6 +68,9 @@ pub struct ImagesSummary {
     pub train_seconds: f64,
     /// Evaluation seconds.
     pub eval_seconds: f64,
+    /// The smallest and largest gradient multiplier over the run (contour samplers: a range
+    /// near 1 means theta did not learn the energy landscape, and the run sampled as SGHMC).
+    pub multiplier_range: [f64; 2],
     /// Convergence diagnostics of the averaged networks' energies (rank-normalised R-hat, bulk
     /// and tail ESS, MCSE) and the Pareto k-hat of their log weights when these vary; the
     /// draws are in `trace.zarr`.
@@ -299,6 +302,7 @@ pub fn write(
         paper: paper_row(&config.preset),
         train_seconds: record.train_seconds,
         eval_seconds: record.eval_seconds,
+        multiplier_range: record.multiplier_range,
         diagnostics: write_trace(dir, &record.trace)?,
     };
     write_json(&dir.join("summary.json"), &summary)?;

@@ -94,6 +94,19 @@ pub struct Record {
     /// run; not in the recorder's checkpoints, which hold the trace's own state).
     #[serde(default)]
     pub trace: TracePart,
+    /// The smallest and largest gradient multiplier of any step of any chain (1 for samplers
+    /// without one; a contour sampler whose range stays near 1 samples as its base kernel).
+    #[serde(default = "empty_range")]
+    pub multiplier_range: [f64; 2],
+}
+
+/// The range of no value, which any value widens.
+fn empty_range() -> [f64; 2] {
+    [f64::INFINITY, f64::NEG_INFINITY]
+}
+
+fn widen([lo, hi]: [f64; 2], [a, b]: [f64; 2]) -> [f64; 2] {
+    [lo.min(a), hi.max(b)]
 }
 
 /// The last collected network on its own.
@@ -354,6 +367,10 @@ impl Observer<ImagesSampler> for Recorder<'_> {
         self.record
             .energies
             .push(report.energies[report.local.clone()].to_vec());
+        for s in &report.step_sizes[report.local.clone()] {
+            self.record.multiplier_range =
+                widen(self.record.multiplier_range, [s.multiplier, s.multiplier]);
+        }
         let t = Instant::now();
         if let Some(models) = self.held.take() {
             self.evaluate(report, &models, at.is_last())
@@ -474,7 +491,10 @@ impl NetExperiment for Images {
             burn_steps: (config.burn_epochs * per_epoch as f64).round() as u64,
             per_epoch,
             held: None,
-            record: Record::default(),
+            record: Record {
+                multiplier_range: empty_range(),
+                ..Record::default()
+            },
             clock: Instant::now(),
         };
         let (burn, eval) = (recorder.burn_steps, recorder.eval_steps);
@@ -519,6 +539,11 @@ impl NetExperiment for Images {
             && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?
         {
             record.energies = join_columns(parts);
+        }
+        if record.steps_done == total
+            && let Some(ranges) = ranks.gather(record.multiplier_range)?
+        {
+            record.multiplier_range = ranges.into_iter().fold(empty_range(), widen);
         }
         Ok(record)
     }
