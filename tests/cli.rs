@@ -312,6 +312,14 @@ fn vr_resgld_and_replica_presets_write_their_outputs() {
     succeeds(&["vr-resgld", "--quick", "--iters", "1000", "--out", o]);
     let s = summary(&dir);
     assert_eq!(s["runs"].as_array().unwrap().len(), 5, "{s}");
+    // Each rung-0 trace's ESS (one chain: no R-hat).
+    for r in s["runs"].as_array().unwrap() {
+        let d = &r["diagnostics"];
+        assert!(
+            d["ess_bulk"].as_f64().unwrap() > 0.0 && d["rhat"].is_null(),
+            "{r}"
+        );
+    }
     for f in ["variance.csv", "traces.csv", "traces.png"] {
         assert!(dir.join(f).exists(), "{f}");
     }

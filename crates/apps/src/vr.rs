@@ -21,7 +21,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::control::{Ladder, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::data_mixture::MixtureData;
-use sgmcmc_samplers::diagnostics::ess;
+use sgmcmc_samplers::diagnostics::{Convergence, ess};
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
@@ -382,6 +382,8 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
                 "var_used": o.vr_variance, "sigma2_plain": o.plain_pair_variance,
                 "sigma2_used": o.used_pair_variance, "low_mode_mass": o.low_mode_mass,
                 "low_mode_se": o.low_mode_se, "wall_seconds": o.wall_seconds,
+                // The rung-0 trace (one chain: R-hat is undefined, ESS and MCSE are not).
+                "diagnostics": Convergence::of(std::slice::from_ref(&o.trace)),
             })).collect::<Vec<_>>(),
         }),
     )?;
