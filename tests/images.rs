@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use common::cli::{dir_in, fails_with, sgmcmc, succeeds, tmp};
+use common::cli::{dir_in, fails_with, predict_classes, sgmcmc, succeeds, tmp};
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::apps::experiment::execute;
 use sgmcmc::apps::images::Images;
@@ -112,22 +112,12 @@ fn predict_gives_the_runs_average(
     let text: String = test.labels.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&labels, text).unwrap();
     let out = root.join("predicted/predictions.csv");
-    let path = |p: &Path| p.to_str().unwrap().to_string();
-    let (dir, images, labels, out) = (path(dir), path(&images), path(&labels), path(&out));
-    succeeds(&[
-        "predict", "--run", &dir, "--data", &images, "--labels", &labels, "--out", &out,
-    ]);
-    let metrics: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(&out).with_file_name("metrics.json")).unwrap(),
-    )
-    .unwrap();
+    let (metrics, rows) = predict_classes(dir, &images, &labels, &out);
     for m in ["accuracy", "nll", "brier_permille", "ece_percent"] {
         assert_eq!(metrics[m], summary["bma"][m], "{m}");
     }
-    let csv = std::fs::read_to_string(&out).unwrap();
-    let rows: Vec<Vec<f64>> = csv
-        .lines()
-        .skip(1)
+    let rows: Vec<Vec<f64>> = rows
+        .iter()
         .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
         .collect();
     assert_eq!(rows.len(), test.len());
@@ -138,6 +128,8 @@ fn predict_gives_the_runs_average(
     }
     // A label outside the run's classes is refused in one line.
     std::fs::write(&labels, "10\n".repeat(test.len())).unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (dir, images, labels) = (path(dir), path(&images), path(&labels));
     let args = [
         "predict", "--run", &dir, "--data", &images, "--labels", &labels,
     ];

@@ -6,7 +6,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::cli::{fails_with, succeeds};
+use common::cli::{fails_with, predict_classes};
 
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::apps::experiment::execute;
@@ -134,25 +134,16 @@ fn predict_gives_the_runs_average(
     let text: String = digits.iter().map(|d| format!("{d}\n")).collect();
     std::fs::write(&labels, text).unwrap();
     let out = root.join("predictions.csv");
-    let path = |p: &Path| p.to_str().unwrap().to_string();
-    let (dir, images, labels, out) = (path(dir), path(&images), path(&labels), path(&out));
-    succeeds(&[
-        "predict", "--run", &dir, "--data", &images, "--labels", &labels, "--out", &out,
-    ]);
-    let metrics: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(Path::new(&out).with_file_name("metrics.json")).unwrap(),
-    )
-    .unwrap();
+    let (metrics, rows) = predict_classes(dir, &images, &labels, &out);
     // The same networks, inputs normalised by the same table: the same numbers to rounding.
     for (m, s) in [("accuracy", "bma_accuracy"), ("nll", "bma_nll")] {
         let (m, s) = (metrics[m].as_f64().unwrap(), summary[s].as_f64().unwrap());
         assert!((m - s).abs() <= 1e-9 * s.abs().max(1.0), "{m} vs {s}");
     }
-    let csv = std::fs::read_to_string(&out).unwrap();
-    assert!(csv.starts_with("p_5,p_6,p_7,p_8,p_9,class,"), "{csv}");
-    let right = csv
-        .lines()
-        .skip(1)
+    let header = std::fs::read_to_string(&out).unwrap();
+    assert!(header.starts_with("p_5,p_6,p_7,p_8,p_9,class,"), "{header}");
+    let right = rows
+        .iter()
         .zip(&digits)
         .filter(|(row, d)| row.split(',').nth(5) == Some(&d.to_string()))
         .count();
@@ -162,6 +153,8 @@ fn predict_gives_the_runs_average(
     );
     // A digit the run did not learn is refused in one line.
     std::fs::write(&labels, "0\n".repeat(test.len())).unwrap();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (dir, images, labels) = (path(dir), path(&images), path(&labels));
     let args = [
         "predict", "--run", &dir, "--data", &images, "--labels", &labels,
     ];

@@ -99,3 +99,22 @@ pub fn fails_with(args: &[&str], code: i32, needle: &str) {
     );
     assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
+
+/// `sgmcmc predict --run dir --data images --labels labels --out out` (a classifier's run):
+/// its `metrics.json` and the rows of its `predictions.csv`.
+pub fn predict_classes(
+    dir: &std::path::Path,
+    images: &std::path::Path,
+    labels: &std::path::Path,
+    out: &std::path::Path,
+) -> (serde_json::Value, Vec<String>) {
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let (dir, images, labels, o) = (s(dir), s(images), s(labels), s(out));
+    succeeds(&[
+        "predict", "--run", &dir, "--data", &images, "--labels", &labels, "--out", &o,
+    ]);
+    let metrics = std::fs::read_to_string(out.with_file_name("metrics.json")).unwrap();
+    let csv = std::fs::read_to_string(out).unwrap();
+    let rows = csv.lines().skip(1).map(String::from).collect();
+    (serde_json::from_str(&metrics).unwrap(), rows)
+}

@@ -142,7 +142,8 @@ fn drop_in_step<'a>(
 /// average of the test predictions every 100 steps. Reports steps/s including the averaging,
 /// for the autodiff [`Posterior`] and for the closed-form [`MlpPosterior`] on the plain device
 /// (paired, interleaved), and their step-time ratio; then the autodiff path with the Gaussian
-/// prior detached (its default, [`Prior::add_detached`]) against the prior on the graph.
+/// prior detached (its default, [`Prior::add_detached`]) against the prior on the graph, and
+/// the library's MLP against the same MLP written with the drop-in layers ([`DropInMlp`]).
 pub(crate) fn digits_rate(
     a: &BenchArgs,
     device: &Device,
@@ -172,27 +173,23 @@ pub(crate) fn digits_rate(
     let mut graph = mlp_step(&ad, on_graph, &on_ad, 1)?;
     let mut autodiff = mlp_step(&ad, post.clone(), &on_ad, 1)?;
     let (rg, _, ratio) = paired(a.seconds, &mut graph, &mut autodiff)?;
-    figures.push(Figure {
-        name: format!("{label}/sgld+bma steps, prior on the graph"),
-        per_second: rg,
-    });
-    ratios.push(Figure {
-        name: format!("{label}/detached:graph prior step time"),
-        per_second: ratio,
-    });
+    record(
+        figures,
+        ratios,
+        [(format!("{label}/sgld+bma steps, prior on the graph"), rg)],
+        (format!("{label}/detached:graph prior step time"), ratio),
+    );
     // The same MLP written with the drop-in layers and the categorical likelihood, as the
     // README teaches, against the library's `impl Network` path.
     let mut autodiff = mlp_step(&ad, post.clone(), &on_ad, 1)?;
     let mut drop_in = drop_in_step(&ad, &post, &on_ad, 1)?;
     let (_, rd, ratio) = paired(a.seconds, &mut autodiff, &mut drop_in)?;
-    figures.push(Figure {
-        name: format!("{label}/sgld+bma steps, drop-in layers"),
-        per_second: rd,
-    });
-    ratios.push(Figure {
-        name: format!("{label}/drop-in:network step time"),
-        per_second: ratio,
-    });
+    record(
+        figures,
+        ratios,
+        [(format!("{label}/sgld+bma steps, drop-in layers"), rd)],
+        (format!("{label}/drop-in:network step time"), ratio),
+    );
     Ok(())
 }
 

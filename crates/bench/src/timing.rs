@@ -39,10 +39,10 @@ pub fn paired(seconds: f64, a: &mut Step, b: &mut Step) -> Result<(f64, f64, f64
 }
 
 /// Adds two rates and their ratio to the figures.
-pub(crate) fn record(
+pub(crate) fn record<const N: usize>(
     figures: &mut Vec<Figure>,
     ratios: &mut Vec<Figure>,
-    rates: [(String, f64); 2],
+    rates: [(String, f64); N],
     ratio: (String, f64),
 ) {
     for (name, per_second) in rates {

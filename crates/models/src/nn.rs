@@ -185,7 +185,7 @@ where
 /// `|net: &Net| probabilities(net.valid().forward(x_test.clone()))` with `x_test` on the plain
 /// device (`Tensor::inner`), off the autodiff graph.
 pub fn probabilities(logits: Tensor<2>) -> Result<Vec<f64>, String> {
-    let p = burn::tensor::activation::softmax(logits, 1).into_data();
+    let p = sgmcmc_samplers::transfer::read(burn::tensor::activation::softmax(logits, 1));
     Ok(p.iter::<f64>().collect())
 }
 
