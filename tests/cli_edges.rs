@@ -502,6 +502,26 @@ fn config_values_and_names_that_ran_or_panicked_are_refused() {
         2,
         "unknown preset `bogus`",
     );
+    // vr-resgld runs its own periods and corrections: a file's would be recorded, not used.
+    for (text, needle) in [
+        (
+            "period = 0\n",
+            "`period` and `correction` in a config file are not read",
+        ),
+        ("correction = -1.0\n", "are not read"),
+        ("lr = -1.0\n", "lr must be finite and > 0"),
+    ] {
+        let file = dir.join("vr.toml");
+        std::fs::write(&file, text).unwrap();
+        let args = ["vr-resgld", "--config", file.to_str().unwrap(), "--out", o];
+        fails_with(&args, 2, needle);
+    }
+    // A mixture whose variance overflows is refused as such, not run into a "divergence".
+    let file = dir.join("toy.toml");
+    let mixture = "[target]\nkind = \"mixture\"\nweights = [1.0]\nmeans = [[0.0]]\nsd = [1e300]\n";
+    std::fs::write(&file, mixture).unwrap();
+    let args = ["toy", "--config", file.to_str().unwrap(), "--out", o];
+    fails_with(&args, 2, "sd^2 and 1 / sd^2 finite");
     assert!(!dir.join("run").exists(), "a refused run left its folder");
     let _ = std::fs::remove_dir_all(dir);
 }

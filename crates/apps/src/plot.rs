@@ -40,10 +40,6 @@ fn has_font() -> bool {
     })
 }
 
-fn err(e: impl std::fmt::Display) -> AppError {
-    AppError::Run(format!("plot failed: {e}"))
-}
-
 /// A chart frame with margins, and a caption and label areas when a font is available.
 fn frame<'a, 'b, DB: DrawingBackend>(
     root: &'a DrawingArea<DB, plotters::coord::Shift>,
@@ -67,7 +63,14 @@ fn atomically(
     draw: impl FnOnce(&Path) -> Result<(), Box<dyn std::error::Error>>,
 ) -> Result<(), AppError> {
     let tmp = output::temp_path(path);
-    draw(&tmp).map_err(err)?;
+    if let Err(e) = draw(&tmp) {
+        // A full disk or a missing folder: no half-drawn temp file stays behind.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(AppError::Run(format!(
+            "cannot draw {}: {e}",
+            path.display()
+        )));
+    }
     output::commit(&tmp, path)
 }
 
@@ -395,4 +398,28 @@ pub fn scatter(
         root.present()?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// A plot that cannot be written (here its folder is a file; a full disk alike) names the
+    /// file in one line and leaves no temp file behind.
+    #[test]
+    fn a_plot_that_cannot_be_written_names_its_file_and_leaves_no_temp_file() {
+        let dir = std::env::temp_dir().join(format!("sgmcmc-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_a_folder = dir.join("file");
+        std::fs::write(&not_a_folder, b"").unwrap();
+        let path = not_a_folder.join("curve.png");
+        let series = [("a", vec![(0.0, 0.0), (1.0, 1.0)])];
+        let e = super::lines(&path, "t", "x", "y", &series).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&path.display().to_string()) && !msg.contains('\n'),
+            "{msg}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

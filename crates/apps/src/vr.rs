@@ -248,9 +248,9 @@ pub const FILES: &[&str] = &[
     "traces.png",
 ];
 
-/// Runs VR-reSGLD (m = 40, F = 1), reSGLD (F = 100) and the variance study for m in {10, 40,
-/// 200}; prints a table, writes `summary.json`, `variance.csv`, `traces.csv` and `traces.png`.
-pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
+/// The settings `a` asks for (the preset, a config file over it, the flags), checked before
+/// the run folder is touched.
+pub fn config_of(a: &VrArgs) -> Result<VrConfig, AppError> {
     let preset = if a.quick {
         VrConfig {
             n_data: 10_000,
@@ -261,8 +261,21 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
     } else {
         VrConfig::thesis()
     };
-    let mut base = crate::overrides::with_config(preset, a.config.as_deref())?;
+    let mut base = crate::overrides::with_config(preset.clone(), a.config.as_deref())?;
     crate::overrides::flags_over!(base, a; iters, seed);
+    if (base.period, base.correction) != (preset.period, preset.correction) {
+        return Err(AppError::Usage(
+            "vr-resgld runs its own set of periods (m 10, 40, 200, none) and corrections (F 1, \
+             100): `period` and `correction` in a config file are not read"
+                .into(),
+        ));
+    }
+    if !(base.lr.is_finite() && base.lr > 0.0) {
+        return Err(AppError::Usage(format!(
+            "lr must be finite and > 0, got {}",
+            base.lr
+        )));
+    }
     if base.iters < 10 {
         return Err(AppError::Usage(format!(
             "--iters must be >= 10 (the first tenth is burn-in), got {}",
@@ -275,6 +288,13 @@ pub fn run_cli(a: &VrArgs) -> Result<(), AppError> {
             base.n_data, base.batch
         )));
     }
+    Ok(base)
+}
+
+/// Runs VR-reSGLD (m = 40, F = 1), reSGLD (F = 100) and the variance study for m in {10, 40,
+/// 200}; prints a table, writes `summary.json`, `variance.csv`, `traces.csv` and `traces.png`.
+pub fn run_cli(a: &VrArgs, base: &VrConfig) -> Result<(), AppError> {
+    let base = base.clone();
     let d = data(base.n_data)?;
     let (t1, t2) = base.temperatures;
     let (exact, single) = exact_low_mode_mass(&d, t1, t2);

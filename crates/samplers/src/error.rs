@@ -157,8 +157,13 @@ pub enum MixtureError {
         /// The entry.
         value: f64,
     },
-    /// A standard deviation that is not positive.
-    #[error("component {}: standard deviation {value} must be > 0", .component + 1)]
+    /// A standard deviation that is not positive, or whose variance or precision `1 / sd^2`
+    /// overflows `f64` (a density flat to rounding, which no chain can sample).
+    #[error(
+        "component {}: standard deviation {value:?} must be > 0 with sd^2 and 1 / sd^2 finite \
+         (about 1e-150 to 1e150)",
+        .component + 1
+    )]
     Sd {
         /// Component index (0-based).
         component: usize,

@@ -59,7 +59,10 @@ impl Covariance {
                     what: "sd",
                     value,
                 })
-            } else if value <= 0.0 {
+            } else if !(value > 0.0
+                && (value * value).is_normal()
+                && (1.0 / (value * value)).is_normal())
+            {
                 Err(MixtureError::Sd { component, value })
             } else {
                 Ok(value)
@@ -226,6 +229,11 @@ mod tests {
             err(Covariance::Isotropic(0.0)),
             MixtureError::Sd { value: 0.0, .. }
         ));
+        // Its variance (or precision) would overflow: a density flat to rounding.
+        for sd in [1e300, 1e-300] {
+            let e = err(Covariance::Diagonal(vec![1.0, sd]));
+            assert!(matches!(e, MixtureError::Sd { .. }), "{sd}: {e}");
+        }
         assert!(matches!(
             err(Covariance::Diagonal(vec![1.0, f64::INFINITY])),
             MixtureError::NonFinite { what: "sd", .. }
