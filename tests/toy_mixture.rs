@@ -149,7 +149,7 @@ fn bad_mixture_tables_exit_2_with_one_line() {
         ),
         (
             format!("{head}{two}sd = [1, 0]\n"),
-            "standard deviation 0 must be > 0",
+            "standard deviation 0.0 must be > 0",
         ),
         (
             format!("{head}{two}sd = [1]\n"),
