@@ -283,7 +283,7 @@ impl<F> Trace<F> {
         for p in parts {
             all.join(p)?;
         }
-        Ok(Some(all.part()))
+        Ok(Some(TracePart(all.state)))
     }
 }
 
