@@ -252,4 +252,42 @@ mod modules {
         .unwrap();
         assert_eq!(states[0], states[1]);
     }
+
+    /// A toy target with injected energy noise draws the same noise at every snapshot
+    /// evaluation (fixed streams), which would freeze a per-chain offset into every swap test:
+    /// control variates are refused on it, as the host path refuses a target without exact
+    /// energies; without energy noise, or without control variates, the sampler builds.
+    #[test]
+    fn control_variates_are_refused_on_a_toy_target_with_energy_noise() {
+        use sgmcmc::samplers::density::particles::Particles;
+        use sgmcmc::samplers::density::toy::{Noise, NoiseModel, by_name};
+
+        let device = Device::flex().autodiff();
+        let build = |energy_sd: f64, control: bool| {
+            let noise = NoiseModel {
+                energy: Noise::gaussian(energy_sd),
+                gradient: Noise::gaussian(1.0),
+            };
+            let target = by_name("bimodal").unwrap().with_noise(noise).unwrap();
+            let p = Particles::from_rows(&[vec![0.0], vec![1.0]], &device).unwrap();
+            let ens = ModuleEnsemble::new(target, vec![p], 1).unwrap();
+            let cfg = VrConfig {
+                replica: resgld([1.0, 10.0], 1e-3),
+                control: control.then_some(ControlSettings {
+                    period: 5,
+                    coefficient: -1.0,
+                    adapt: None,
+                }),
+                refresh: Some(VrRefresh {
+                    every: 10,
+                    draws: 4,
+                }),
+            };
+            VarianceReduced::new(cfg, ens, Box::new(|_, _| ()), 1).map(drop)
+        };
+        let e = build(0.5, true).unwrap_err().to_string();
+        assert!(e.contains("energy noise"), "{e}");
+        build(0.0, true).unwrap();
+        build(0.5, false).unwrap();
+    }
 }

@@ -148,4 +148,11 @@ pub trait Target<M: Module>: Sync {
 
     /// Exact full-data energy of each hosted chain (for control variates and diagnostics).
     fn full_energy(&self, model: &M) -> Result<Vec<f64>, TargetError>;
+
+    /// Whether [`Target::batch_energies`] adds injected noise to the energies (a toy target's
+    /// emulated minibatch noise), so that two evaluations on the same batch differ: false for
+    /// data posteriors, whose minibatch energies are exact given the batch.
+    fn noisy_energies(&self) -> bool {
+        false
+    }
 }

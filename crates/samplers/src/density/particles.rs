@@ -99,6 +99,10 @@ impl Target<Particles> for ToyTarget {
         })
     }
 
+    fn noisy_energies(&self) -> bool {
+        self.noise().energy.scale > 0.0
+    }
+
     fn full_energy(&self, model: &Particles) -> Result<Vec<f64>, TargetError> {
         Ok(model
             .rows()

@@ -32,6 +32,10 @@ pub trait SnapshotEnergy: Ensemble {
         out: &mut [f64],
     ) -> Result<(), SamplerError>;
 
+    /// Whether minibatch energies are exact given the batch (no injected energy noise), as
+    /// control variates need: the snapshots' energies carry no fresh noise of their own.
+    fn exact_energies(&self) -> bool;
+
     /// The points' values, for checkpoints.
     fn points_to_values(&self, points: &Self::Snapshot) -> Result<SnapshotValues, SamplerError>;
 
@@ -49,6 +53,10 @@ pub trait ExactHostTarget: HostTarget {
 }
 
 impl<T: ExactHostTarget> SnapshotEnergy for HostEnsemble<T> {
+    fn exact_energies(&self) -> bool {
+        true
+    }
+
     fn batch_energies_at(
         &self,
         points: &HostPoints,
@@ -91,11 +99,16 @@ impl<T: ExactHostTarget> SnapshotEnergy for HostEnsemble<T> {
 
 /// Module chains: snapshots are module handles (cheap clones of reference-counted tensors);
 /// energies come from [`Target::batch_energies`] and [`Target::full_energy`] (deterministic for
-/// data posteriors; a toy target with injected noise draws it from fixed streams). With two or
+/// data posteriors; a toy target with injected noise draws it from fixed streams, and
+/// [`SnapshotEnergy::exact_energies`] says so when that noise reaches the energies). With two or
 /// more modules the snapshots are scored on the pool's threads, one module per task, as the
 /// chains step ([`ModuleEnsemble`]): the same numbers as one after another, since each module's
 /// energies depend on it alone and running state is settled on the thread that updated it.
 impl<M: Module, T: Target<M>> SnapshotEnergy for ModuleEnsemble<M, T> {
+    fn exact_energies(&self) -> bool {
+        !self.target().noisy_energies()
+    }
+
     fn batch_energies_at(
         &self,
         points: &Vec<M>,

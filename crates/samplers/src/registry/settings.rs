@@ -269,7 +269,8 @@ pub struct ReplicaSettings {
     pub control_period: u64,
     /// `vr-*`: the control-variate coefficient `c` (-1: the textbook control variate).
     pub control_coefficient: f64,
-    /// `vr-*`: adaptation step `gamma` of `c` toward `-Cov / Var` (none: `c` fixed).
+    /// `vr-*`: adaptation step `gamma` of each chain's `c_p` toward its `-Cov / Var` (none: `c`
+    /// fixed).
     pub control_adapt: Option<f64>,
     /// Cosine cycles over every rung's learning rate (cyclical replica exchange, e.g.
     /// cVR-reSGHMC), from the `cyclical` settings: `cycles`, `sampling_threshold`,

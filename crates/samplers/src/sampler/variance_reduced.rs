@@ -15,10 +15,16 @@
 //!    ([`crate::control::EnergyVariance`]). The draws are paired because the swap test reads
 //!    both replicas on the same minibatch: their errors are correlated, and the variance of the
 //!    difference, not the sum of the two variances, is what the correction must remove. With
-//!    the adaptive option, `c <- (1 - gamma) c + gamma c^` from the same draws;
+//!    the adaptive option, each chain's `c_p <- (1 - gamma) c_p + gamma c^_p` from the same
+//!    draws;
 //! 3. the replica-exchange step: swap tests on `L~(B_k | x_p)` with
 //!    `S = exp(d (L~_r - L~_(r+1) - d sigma2_hat / F))` (eq. 2.12 / eq. 6 of the VR paper), then
 //!    every replica moves with the plain minibatch gradient (gradients are not variance-reduced).
+//!
+//! Control variates need energies that are exact given the minibatch
+//! ([`SnapshotEnergy::exact_energies`]): a toy target with injected energy noise is refused, since
+//! its snapshot energies would draw the same noise at every evaluation and freeze an offset per
+//! chain into every swap test.
 //!
 //! Until the first refresh `sigma2_hat` is the rule's `initial_variance`. The minibatches of a
 //! refresh come from a [`BatchDraw`] addressed by `(step, draw)`, so a resumed run draws the
@@ -40,7 +46,7 @@ pub struct ControlSettings {
     pub period: u64,
     /// Coefficient `c` (-1: the textbook control variate).
     pub coefficient: f64,
-    /// Adaptation step `gamma` in (0, 1] of `c` (`None`: fixed).
+    /// Adaptation step `gamma` in (0, 1] of each chain's `c_p` (`None`: fixed).
     pub adapt: Option<f64>,
 }
 
@@ -169,6 +175,15 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
         seed: u64,
     ) -> Result<Self, SamplerError> {
         config.validate()?;
+        if config.control.is_some() && !ensemble.exact_energies() {
+            return Err(SamplerError::InvalidHyperParameter {
+                name: "control",
+                value: "control variates".into(),
+                reason: "need energies that are exact given the minibatch; this target injects \
+                         energy noise, which the snapshots would draw the same at every \
+                         evaluation (run without control variates, or without energy noise)",
+            });
+        }
         let p = ensemble.n_chains();
         let control = match &config.control {
             Some(c) => Some(ControlVariate::new(p, c.period, c.coefficient, c.adapt)?),
@@ -209,9 +224,10 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
         &self.stats
     }
 
-    /// The control-variate coefficient `c` (`None` without control variates).
-    pub fn coefficient(&self) -> Option<f64> {
-        self.control.as_ref().map(ControlVariate::coefficient)
+    /// The control-variate coefficients `c_p`, in chain order (`None` without control
+    /// variates).
+    pub fn coefficients(&self) -> Option<&[f64]> {
+        self.control.as_ref().map(ControlVariate::coefficients)
     }
 
     fn take_snapshots(&mut self, k: u64) -> Result<(), SamplerError> {
@@ -272,7 +288,7 @@ impl<E: SnapshotEnergy> VarianceReduced<E> {
         let used: Vec<Vec<f64>> = match self.control.as_mut() {
             Some(cv) => {
                 for c in 0..p {
-                    cv.adapt(&plain[c], &snap[c]);
+                    cv.adapt(c, &plain[c], &snap[c]);
                 }
                 (0..p)
                     .map(|c| {
