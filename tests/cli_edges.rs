@@ -559,5 +559,19 @@ fn a_setting_the_sampler_does_not_read_is_refused_naming_it() {
         "does not read the temperature",
     );
     fails_with(&["toy", "--set", "colour=1", "--out", o], 2, "colour");
+    // Before: `--set` won over the flag without a word (toy ran at lr 0.02).
+    for (command, flag, set) in [
+        ("toy", "--lr=0.01", "lr=0.02"),
+        ("toy", "--temperature=2", "temperature=3"),
+        ("toy", "--sampler=sgld", "name=sghmc"),
+        ("uci", "--lr=0.01", "lr=0.02"),
+    ] {
+        let field = set.split('=').next().unwrap();
+        fails_with(
+            &[command, flag, "--set", set, "--out", o],
+            2,
+            &format!("both set `{field}`"),
+        );
+    }
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -10,7 +10,7 @@ use crate::demo;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
-use crate::overrides::{apply_sets, check_sets_read, flags_over, with_config};
+use crate::overrides::{apply_sets, check_flags_vs_sets, check_sets_read, flags_over, with_config};
 use crate::toy::{self, ToyConfig};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
@@ -327,6 +327,14 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
     if let Some(v) = a.temperature {
         cfg.sampler.temperature = v;
     }
+    check_flags_vs_sets(
+        &[
+            ("lr", "lr", a.lr.is_some()),
+            ("temperature", "temperature", a.temperature.is_some()),
+            ("sampler", "name", a.sampler.is_some()),
+        ],
+        &a.set,
+    )?;
     cfg.sampler = apply_sets(&cfg.sampler, &a.set)?;
     check_sets_read(&[&cfg.sampler], &a.set)?;
     if a.temperature.is_some() && !cfg.sampler.reads("temperature")? {

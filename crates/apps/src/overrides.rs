@@ -131,6 +131,21 @@ pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
     })
 }
 
+/// Refuses a `--set` of a field that one of the command's own flags also sets (`--lr 0.01
+/// --set lr=0.02`): which of the two wins would be one more rule to remember, so the user
+/// gives one. `flags` holds each such flag, the field it sets and whether it was given.
+pub fn check_flags_vs_sets(flags: &[(&str, &str, bool)], sets: &[String]) -> Result<(), AppError> {
+    for set in sets {
+        let key = set.split('=').next().unwrap_or_default().trim();
+        if let Some((flag, field, _)) = flags.iter().find(|(_, f, given)| *given && *f == key) {
+            return Err(AppError::Usage(format!(
+                "--{flag} and --set {set} both set `{field}`; give one of them"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a `--set` of a sampler setting that none of `samplers` reads
 /// ([`SamplerSettings::reads`]): `--set momentum=0.5` on `sgld` would have no effect. A run of
 /// several samplers (`uci --table`) takes a setting that one of them reads.
@@ -189,5 +204,22 @@ mod tests {
         assert_eq!(f.replica.correction, 4.0);
         assert_eq!(f.replica.variance_draws, base.replica.variance_draws);
         assert!(merge_toml(&base, "lr = ", "config").is_err());
+    }
+
+    #[test]
+    fn a_flag_and_a_set_of_the_same_field_are_refused_together() {
+        let sets = ["momentum=0.5".to_string(), " lr = 0.02".to_string()];
+        let flags = [("temperature", "temperature", true), ("lr", "lr", true)];
+        let e = check_flags_vs_sets(&flags, &sets).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--lr and --set  lr = 0.02 both set `lr`"),
+            "{e}"
+        );
+        // A flag not given, or a field of a table (`replica.lr_max`), is no conflict.
+        let unset = [("lr", "lr", false), ("momentum", "momentum", false)];
+        check_flags_vs_sets(&unset, &sets).unwrap();
+        let table = ["replica.lr_max=1".to_string()];
+        check_flags_vs_sets(&[("lr", "lr", true)], &table).unwrap();
     }
 }

@@ -343,6 +343,7 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
         run.noise = noise;
     }
     run.chains = a.chains;
+    crate::overrides::check_flags_vs_sets(&[("lr", "lr", a.lr.is_some())], &a.set)?;
     run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
     if !a.table {
         // The table checks its `--set`s against all its samplers at once.
