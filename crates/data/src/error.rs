@@ -155,6 +155,19 @@ pub enum DataError {
         /// Hex SHA-256 found.
         got: String,
     },
+    /// A downloaded file's MD5 differs from the one its publisher lists.
+    #[error(
+        "{}: MD5 {got} differs from the published {expected} (a corrupt or different download)",
+        path.display()
+    )]
+    Md5 {
+        /// The downloaded file.
+        path: PathBuf,
+        /// Hex MD5 the publisher lists.
+        expected: String,
+        /// Hex MD5 found.
+        got: String,
+    },
     /// A directory holds none of the known dataset folders.
     #[error("{}: no dataset to verify (looked for {looked_for})", path.display())]
     NoDatasets {

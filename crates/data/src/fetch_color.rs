@@ -7,17 +7,20 @@
 //! it, and only then moves it to `ROOT/NAME` (`cifar10`, `cifar100`, `svhn`): nothing
 //! half-written is left behind.
 //!
-//! Verification loads the folder with its reader (which refuses truncated or corrupt files) and
-//! checks the number of training and test images against the official set's (CIFAR 50000 /
-//! 10000, SVHN 73257 / 26032). No SHA-256 of the official files could be looked up where this
-//! was written (no network), so the official entries carry no checksum: the counts and the
-//! readers' checks stand in for it. When [`ColorKnown::sha256`] is set, the content hash
-//! ([`content_sha256`]) must match as well; it is printed by [`fetch_color`]'s caller so that
-//! it can be pinned after a first download.
+//! Every downloaded file is first checked against the MD5 its publisher lists
+//! ([`ColorKnown::md5`]: the CIFAR page lists one per tarball, and torchvision's SVHN reader
+//! pins the same for the two `.mat` files); a mismatch is [`DataError::Md5`] and nothing is
+//! unpacked. Verification then loads the folder with its reader (which refuses truncated or
+//! corrupt files) and checks the number of training and test images against the official
+//! set's (CIFAR 50000 / 10000, SVHN 73257 / 26032). When [`ColorKnown::sha256`] is set, the
+//! content hash ([`content_sha256`]) must match as well; no SHA-256 of the decoded sets could
+//! be computed where this was written (no network), so it is printed by [`fetch_color`]'s
+//! caller to be pinned after a first download.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use md5::Md5;
 use sha2::{Digest, Sha256};
 
 use crate::cifar::{Cifar10, Cifar100};
@@ -55,15 +58,39 @@ pub struct ColorKnown {
     pub counts: [usize; 2],
     /// Hex [`content_sha256`] expected, when known.
     pub sha256: Option<String>,
+    /// The hex MD5 of each file downloaded from the base URL, as its publisher lists it.
+    pub md5: Vec<(String, String)>,
 }
 
-fn known(set: ColorSet, name: &str, upstream: &str, counts: [usize; 2]) -> ColorKnown {
+/// The MD5 of `cifar-10-binary.tar.gz` on the CIFAR page.
+pub const CIFAR10_MD5: &str = "c32a1d4ab5d03f1284b67883e8d87530";
+/// The MD5 of `cifar-100-binary.tar.gz` on the CIFAR page.
+pub const CIFAR100_MD5: &str = "03b5dce01913d631647c71ecec9e9cb8";
+/// The MD5s of SVHN's `train_32x32.mat` and `test_32x32.mat` (torchvision's pins).
+pub const SVHN_MD5: [&str; 2] = [
+    "e26dedcc434d2e4c54c9b2d4a06d8373",
+    "eb5a983be6a315427106f1b164d9cef3",
+];
+
+fn known(
+    set: ColorSet,
+    name: &str,
+    upstream: &str,
+    counts: [usize; 2],
+    md5: &[&str],
+) -> ColorKnown {
+    let files = upstream_files(set);
     ColorKnown {
         set,
         name: name.into(),
         upstream: upstream.into(),
         counts,
         sha256: None,
+        md5: files
+            .iter()
+            .zip(md5)
+            .map(|(f, h)| (f.to_string(), h.to_string()))
+            .collect(),
     }
 }
 
@@ -74,6 +101,7 @@ pub fn cifar10() -> ColorKnown {
         "cifar10",
         CIFAR_UPSTREAM,
         [50_000, 10_000],
+        &[CIFAR10_MD5],
     )
 }
 
@@ -84,12 +112,19 @@ pub fn cifar100() -> ColorKnown {
         "cifar100",
         CIFAR_UPSTREAM,
         [50_000, 10_000],
+        &[CIFAR100_MD5],
     )
 }
 
 /// SVHN, cropped 32x32 digits (format 2), without the `extra` set.
 pub fn svhn() -> ColorKnown {
-    known(ColorSet::Svhn, "svhn", SVHN_UPSTREAM, [73_257, 26_032])
+    known(
+        ColorSet::Svhn,
+        "svhn",
+        SVHN_UPSTREAM,
+        [73_257, 26_032],
+        &SVHN_MD5,
+    )
 }
 
 /// The three colour benchmarks.
@@ -161,6 +196,29 @@ pub fn verify_color(dir: &Path, known: &ColorKnown) -> Result<String, DataError>
     }
 }
 
+/// Hex MD5 of a file.
+pub fn md5_file(path: &Path) -> Result<String, DataError> {
+    let bytes = fs::read(path).map_err(|e| io_or_missing(path, e))?;
+    Ok(hex(&Md5::digest(&bytes)))
+}
+
+/// Checks the downloaded `path` (upstream file `file`) against the MD5 `known` lists for it.
+fn check_md5(path: &Path, file: &str, known: &ColorKnown) -> Result<(), DataError> {
+    let Some((_, expected)) = known.md5.iter().find(|(f, _)| f == file) else {
+        return Ok(());
+    };
+    let got = md5_file(path)?;
+    if got == *expected {
+        Ok(())
+    } else {
+        Err(DataError::Md5 {
+            path: path.to_path_buf(),
+            expected: expected.clone(),
+            got,
+        })
+    }
+}
+
 /// The files to download from the base URL.
 fn upstream_files(set: ColorSet) -> Vec<&'static str> {
     match set {
@@ -218,6 +276,7 @@ pub fn fetch_color(
         .try_for_each(|f| {
             let path = tmp.join(f);
             download(&format!("{base}/{f}"), &path)?;
+            check_md5(&path, f, known)?;
             if f.ends_with(".tar.gz") {
                 unpack_bins(&path, &tmp)?;
             }

@@ -28,13 +28,40 @@ fn pack(src: &Path, folder: &str, tarball: &Path) {
     b.into_inner().unwrap().finish().unwrap();
 }
 
-/// The synthetic set's entry: its counts and its content hash, computed by the reader on the
-/// upstream files.
-fn synthetic_known(mut k: ColorKnown, src: &Path, counts: [usize; 2]) -> ColorKnown {
+/// The synthetic set's entry: its counts, its content hash (computed by the reader on the
+/// files in `src`) and the MD5s of the files `upstream` serves.
+fn synthetic_known(
+    mut k: ColorKnown,
+    src: &Path,
+    upstream: &Path,
+    counts: [usize; 2],
+) -> ColorKnown {
     let (train, test, coarse) = load(src, k.set).unwrap();
     k.counts = counts;
     k.sha256 = Some(content_sha256(&train, &test, &coarse));
+    for (file, md5) in &mut k.md5 {
+        *md5 = md5_file(&upstream.join(file)).unwrap();
+    }
     k
+}
+
+#[test]
+fn md5s_are_the_rfc_vectors_and_the_official_files_are_pinned() {
+    let d = tmp("md5");
+    for (text, want) in [
+        ("", "d41d8cd98f00b204e9800998ecf8427e"),
+        ("abc", "900150983cd24fb0d6963f7d28e17f72"),
+    ] {
+        fs::write(d.join("f"), text).unwrap();
+        assert_eq!(md5_file(&d.join("f")).unwrap(), want);
+    }
+    // Each official download has its publisher's MD5, by file name.
+    for k in color_benchmarks() {
+        let files: Vec<&str> = k.md5.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(files, upstream_files(k.set), "{}", k.name);
+        assert!(k.md5.iter().all(|(_, h)| h.len() == 32), "{}", k.name);
+    }
+    let _ = fs::remove_dir_all(d);
 }
 
 #[test]
@@ -45,9 +72,9 @@ fn fetch_cifar_unpacks_the_tarball_verifies_and_refuses_a_wrong_count() {
     ] {
         let src = tmp("color-src");
         write_synthetic(&src, known.set, 12, 3, 7).unwrap();
-        let known = synthetic_known(known, &src, [12, 3]);
         let upstream = tmp("color-upstream");
         pack(&src, folder, &upstream.join(tarball));
+        let known = synthetic_known(known, &src, &upstream, [12, 3]);
         let base = serve(upstream.clone(), 3);
 
         let to = tmp("color-to");
@@ -103,6 +130,17 @@ fn fetch_cifar_unpacks_the_tarball_verifies_and_refuses_a_wrong_count() {
             "{e}"
         );
         assert_eq!(fs::read_dir(&to2).unwrap().count(), 0);
+        // A tarball whose MD5 is not the published one: refused before unpacking, nothing
+        // left in the target.
+        let mut other = known.clone();
+        other.md5[0].1 = CIFAR10_MD5.into();
+        let e = fetch_color(&base, &to2, &other).unwrap_err();
+        assert!(
+            matches!(&e, DataError::Md5 { expected, .. } if expected == CIFAR10_MD5),
+            "{e}"
+        );
+        assert!(e.to_string().contains(tarball), "{e}");
+        assert_eq!(fs::read_dir(&to2).unwrap().count(), 0);
         for d in [src, upstream, to, to2] {
             let _ = fs::remove_dir_all(d);
         }
@@ -113,8 +151,8 @@ fn fetch_cifar_unpacks_the_tarball_verifies_and_refuses_a_wrong_count() {
 fn fetch_svhn_downloads_both_files_and_refuses_a_wrong_hash_or_a_corrupt_archive() {
     let upstream = tmp("svhn-upstream");
     write_synthetic(&upstream, ColorSet::Svhn, 6, 2, 3).unwrap();
-    let known = synthetic_known(svhn(), &upstream, [6, 2]);
-    let base = serve(upstream.clone(), 4);
+    let known = synthetic_known(svhn(), &upstream, &upstream, [6, 2]);
+    let base = serve(upstream.clone(), 6);
     let to = tmp("svhn-to");
     let (dir, _) = fetch_color(&base, &to, &known).unwrap();
     let data = Svhn::load(&dir).unwrap();
@@ -124,11 +162,17 @@ fn fetch_svhn_downloads_both_files_and_refuses_a_wrong_hash_or_a_corrupt_archive
 
     let bad = ColorKnown {
         sha256: Some("00".repeat(32)),
-        ..known
+        ..known.clone()
     };
     let to2 = tmp("svhn-to2");
     let e = fetch_color(&base, &to2, &bad).unwrap_err();
     assert!(matches!(e, DataError::Checksum { .. }), "{e}");
+    assert_eq!(fs::read_dir(&to2).unwrap().count(), 0);
+    // The official MD5 of the test file against the synthetic one.
+    let mut other = known.clone();
+    other.md5[1].1 = SVHN_MD5[1].into();
+    let e = fetch_color(&base, &to2, &other).unwrap_err();
+    assert!(e.to_string().contains("test_32x32.mat"), "{e}");
     assert_eq!(fs::read_dir(&to2).unwrap().count(), 0);
 
     // A tarball cut short: an Archive (or Missing-file) error naming it, nothing unpacked kept.
