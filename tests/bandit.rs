@@ -171,7 +171,8 @@ fn tiny_preset_runs_the_dropout_agent() {
 
 /// A run's `config.toml` repeats it (`--config`): the same regret curves to the byte, and
 /// an edited file (an agent's epsilon) gives other curves; `--seeds` may stand beside it,
-/// `--agents` may not.
+/// `--agents` may not. `psgld-ts` is `psgld` acting by Thompson sampling: its config differs
+/// in `acting` alone, and without that line it runs `psgld`'s curves.
 #[test]
 fn a_run_repeats_from_its_config_toml() {
     let base = tmp("bandit-config");
@@ -192,12 +193,32 @@ fn a_run_repeats_from_its_config_toml() {
             "--preset",
             "tiny",
             "--agents",
-            "constsgd,psgld",
+            "constsgd,psgld,psgld-ts",
             "--seeds",
             "2",
         ],
     );
     let written = Path::new(first).join("config.toml");
+    let rows_of = |csv: &str, agent: &str| -> Vec<String> {
+        csv.lines()
+            .filter(|l| l.split(',').nth(1) == Some(agent))
+            .map(|l| l.replace(agent, "_"))
+            .collect()
+    };
+    assert_ne!(
+        rows_of(&csv, "psgld"),
+        rows_of(&csv, "psgld-ts"),
+        "the Thompson draws changed no action"
+    );
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert_eq!(text.matches("acting = \"thompson\"").count(), 1, "{text}");
+    let mean = base.join("mean.toml");
+    std::fs::write(&mean, text.replace("acting = \"thompson\"\n", "")).unwrap();
+    let by_mean = run(
+        base.join("mean").to_str().unwrap(),
+        &["--config", mean.to_str().unwrap()],
+    );
+    assert_eq!(rows_of(&by_mean, "psgld-ts"), rows_of(&csv, "psgld"));
     let again = base.join("again");
     let again = again.to_str().unwrap();
     assert_eq!(run(again, &["--config", written.to_str().unwrap()]), csv);

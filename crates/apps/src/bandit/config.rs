@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::agents::{AGENTS, AgentConfig, agent};
+use super::agents::{AGENTS, AgentConfig, LANGEVIN_AGENTS, THOMPSON_SUFFIX, agent};
 use crate::error::AppError;
 
 /// The settings of a run (written to `config.toml`).
@@ -71,9 +71,15 @@ impl BanditConfig {
             .iter()
             .map(|n| {
                 agent(n, u_min).ok_or_else(|| {
+                    let thompson: Vec<String> = LANGEVIN_AGENTS
+                        .iter()
+                        .map(|a| format!("{a}{THOMPSON_SUFFIX}"))
+                        .collect();
                     AppError::Usage(format!(
-                        "unknown bandit agent `{n}` (known: {})",
-                        AGENTS.join(", ")
+                        "unknown bandit agent `{n}` (known: {}, and {} acting by Thompson \
+                         sampling)",
+                        AGENTS.join(", "),
+                        thompson.join(", ")
                     ))
                 })
             })

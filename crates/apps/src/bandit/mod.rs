@@ -1,7 +1,9 @@
 //! `sgmcmc bandit`: the mushroom contextual bandit of thesis sec. 6.4.3 / E.4.3 (after
 //! Riquelme et al. 2018), on the reference ICSGLD code's protocol: agents learn the expected
 //! reward of eating or passing a mushroom with an MLP over a replay buffer and act greedily on
-//! it; the Langevin agents act on the chains' current parameters (Thompson sampling).
+//! it: on the weighted mean of their chains' predictions, as the thesis' agents do, or, for
+//! the Langevin agents named `NAME-ts`, on one chain drawn by weight for every decision
+//! (Thompson sampling; [`agents::Acting`]).
 //! Outputs the cumulative expected regret per agent and seed (`regret.csv`), its mean with
 //! +- one standard error bands (`regret.png`) and the final regret per agent with its chains'
 //! convergence diagnostics (`summary.json`).
@@ -44,8 +46,10 @@ pub struct BanditArgs {
     /// the run; `--seeds` and where and how to run it may stand beside it.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Comma-separated agents (default: all): epsgreedy, constsgd, dropout (SGD on a dropout
-    /// MLP, rate 0.5, 5 masked passes), psgld, pcsgld (single chain x T4), picsgld (x P4).
+    /// Comma-separated agents (default: the thesis' six): epsgreedy, constsgd, dropout (SGD on
+    /// a dropout MLP, rate 0.5, 5 masked passes), psgld, pcsgld (single chain x T4), picsgld
+    /// (x P4), which act on their chains' weighted mean; psgld-ts, pcsgld-ts and picsgld-ts act
+    /// by Thompson sampling (one chain, drawn by weight, per decision).
     #[arg(long, value_delimiter = ',')]
     pub agents: Vec<String>,
     /// Seeds per agent (1..=N) [default: 5].

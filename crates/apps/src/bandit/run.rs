@@ -25,7 +25,7 @@ use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::Sampler;
 
-use super::agents::{AgentConfig, acting_weights};
+use super::agents::{Acting, AgentConfig, acting_weights, thompson_chain};
 use super::config::BanditConfig;
 use super::env::{self, Action};
 use super::target::BufferPosterior;
@@ -131,16 +131,15 @@ fn sampler(
     Ok(spec.build(ensemble, seed)?)
 }
 
-/// Predicted rewards of eating minus passing for `mushrooms`, the weighted mean over chains
-/// (with dropout, each chain's the mean of its masked passes, masks from `masks`).
+/// Predicted rewards of eating minus passing for `mushrooms`, per chain (`[chain][mushroom]`;
+/// with dropout, each chain's the mean of its masked passes, masks from `masks`).
 fn eat_advantage(
     sampler: &BanditSampler,
-    weights: &[f64],
     data: &Mushrooms,
     mushrooms: &[usize],
     masks: &mut ChainRng,
     device: &Device,
-) -> Result<Vec<f64>, AppError> {
+) -> Result<Vec<Vec<f64>>, AppError> {
     let width = data.width + 2;
     let mut x = Vec::with_capacity(2 * mushrooms.len() * width);
     for &m in mushrooms {
@@ -149,20 +148,39 @@ fn eat_advantage(
     }
     let x = Tensor::<2>::from_data(TensorData::new(x, [2 * mushrooms.len(), width]), device);
     let ensemble = sampler.ensemble();
-    let mut adv = vec![0.0; mushrooms.len()];
-    for (model, w) in ensemble.modules().zip(weights) {
-        let f = ensemble
-            .target()
-            .now()
-            .predict(model, x.clone(), std::slice::from_mut(masks))?
-            .into_data()
-            .try_into_vec::<f32>()
-            .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
-        for (i, a) in adv.iter_mut().enumerate() {
-            *a += w * f64::from(f[2 * i + 1] - f[2 * i]);
-        }
+    ensemble
+        .modules()
+        .map(|model| {
+            let f = ensemble
+                .target()
+                .now()
+                .predict(model, x.clone(), std::slice::from_mut(masks))?
+                .into_data()
+                .try_into_vec::<f32>()
+                .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
+            Ok((0..mushrooms.len())
+                .map(|i| f64::from(f[2 * i + 1] - f[2 * i]))
+                .collect())
+        })
+        .collect()
+}
+
+/// The advantage of eating that `acting` decides on for mushroom `i`: the weighted mean of the
+/// chains' `advantage`, or one chain's, drawn by weight from `draws`.
+fn decided_advantage(
+    acting: Acting,
+    advantage: &[Vec<f64>],
+    weights: &[f64],
+    i: usize,
+    draws: &mut ChainRng,
+) -> f64 {
+    match acting {
+        Acting::WeightedMean => advantage
+            .iter()
+            .zip(weights)
+            .fold(0.0, |sum, (chain, w)| sum + w * chain[i]),
+        Acting::Thompson => advantage[thompson_chain(weights, draws.uniform())][i],
     }
-    Ok(adv)
 }
 
 /// Random streams of one run: the environment's (mushrooms, coins) depend on the seed only,
@@ -173,6 +191,7 @@ struct Streams {
     explore: StdRng,
     batches: StdRng,
     masks: ChainRng,
+    thompson: ChainRng,
 }
 
 impl Streams {
@@ -184,6 +203,7 @@ impl Streams {
             explore: s(2),
             batches: s(3),
             masks: ChainRng::new(seed, u64::MAX),
+            thompson: ChainRng::new(seed, u64::MAX - 1),
         }
     }
 }
@@ -215,7 +235,7 @@ pub fn run_agent(
             .collect();
         let trained = sampler.steps_done() > 0;
         let advantage = if trained {
-            eat_advantage(&sampler, &weights, data, &mushrooms, &mut rng.masks, device)?
+            eat_advantage(&sampler, data, &mushrooms, &mut rng.masks, device)?
         } else {
             Vec::new()
         };
@@ -227,7 +247,9 @@ pub fn run_agent(
                 } else {
                     Action::Pass
                 }
-            } else if advantage[i] > 0.0 {
+            } else if decided_advantage(agent.acting, &advantage, &weights, i, &mut rng.thompson)
+                > 0.0
+            {
                 Action::Eat
             } else {
                 Action::Pass
