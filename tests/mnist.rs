@@ -161,6 +161,45 @@ fn predict_gives_the_runs_average(
     fails_with(&args, 2, "label 0 is not one of the run's 5 classes");
 }
 
+/// One epoch: the untrained networks of step 0 are scored (the first row) but never averaged,
+/// and the final row scores the trained chains after the last step. Before, the step-0
+/// networks were reported as final and as the model average.
+#[test]
+fn a_one_epoch_run_reports_its_trained_chains_and_averages_no_initial_network() {
+    let _serial = serial();
+    let root = synthetic("one-epoch");
+    let config = small("sgld", 2, 1);
+    let data = MnistData::load(&root, &config).unwrap();
+    let dir = root.join("run");
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = execute::<Mnist>(
+        &config,
+        &data,
+        &dir,
+        DeviceChoice::Flex,
+        None,
+        Stop::default(),
+        true,
+    )
+    .unwrap();
+    let per_epoch = (data.train.len() / config.batch) as u64;
+    let rows: Vec<(usize, u64)> = r.evals.iter().map(|e| (e.epoch, e.step)).collect();
+    assert_eq!(rows, [(0, 0), (1, per_epoch)]);
+    assert_eq!(r.averages.test.models(), 0);
+    assert!(r.evals.iter().all(|e| e.bma_accuracy.is_none()));
+    // Ten steps at lr 0.1 on separable blocks: each chain gains over its initial network
+    // (measured 0.21 -> 0.52 and 0.00 -> 0.27; the untrained rows were reported before).
+    let (first, last) = (&r.evals[0], &r.evals[1]);
+    for (a, b) in first.chain_accuracy.iter().zip(&last.chain_accuracy) {
+        assert!(*b > a + 0.1, "{first:?} {last:?}");
+    }
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["final_accuracy"].as_f64(), Some(last.chain_accuracy[0]));
+    assert!(s["bma_accuracy"].is_null() && s["diagnostics"]["draws"] == 0, "{s}");
+    assert!(!dir.join("trace.zarr").exists());
+}
+
 #[test]
 fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
     let _serial = serial();

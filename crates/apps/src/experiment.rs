@@ -240,11 +240,15 @@ pub fn resume<E: NetExperiment>(
 }
 
 /// Writes a finished run's trace ([`drive`]'s) as `trace.zarr` in `dir`, an ArviZ store
-/// (`scripts/arviz_trace.py`), and returns its diagnostics for `summary.json`.
+/// (`scripts/arviz_trace.py`), and returns its diagnostics for `summary.json`. A run that kept
+/// no draw (every evaluation in the burn-in) writes no store; its diagnostics say 0 draws.
 pub fn write_trace(dir: &Path, trace: &TracePart) -> Result<TraceSummary, AppError> {
     let trace = Trace::from(trace.clone());
-    trace.write_zarr(&dir.join(TRACE_FILE))?;
-    Ok(trace.summary())
+    let summary = trace.summary();
+    if summary.draws > 0 {
+        trace.write_zarr(&dir.join(TRACE_FILE))?;
+    }
+    Ok(summary)
 }
 
 /// The file of [`write_trace`].

@@ -182,30 +182,34 @@ fn is_eval_epoch(config: &MnistConfig, e: usize) -> bool {
     e.is_multiple_of(config.eval_every) || e + 1 == config.epochs
 }
 
-fn burn_epochs(config: &MnistConfig) -> usize {
-    (config.burn_fraction * config.epochs as f64).floor() as usize
+/// The first epoch whose starting models join the averages: past the burn-in, and never the
+/// initialisation (epoch 0 starts from untrained networks, which are not samples).
+fn first_collected(config: &MnistConfig) -> usize {
+    ((config.burn_fraction * config.epochs as f64).floor() as usize).max(1)
 }
 
-/// The steps whose pre-move models join the average: the first of every evaluation epoch past
-/// the burn-in (the engine leaves out the exploration phase).
+/// The steps whose pre-move models join the average: the first of every evaluation epoch from
+/// [`first_collected`] on (the engine leaves out the exploration phase).
 fn keeps(config: &MnistConfig, per_epoch: u64) -> impl Fn(u64) -> bool + 'static {
-    let (config, burn) = (config.clone(), burn_epochs(config));
+    let (config, first) = (config.clone(), first_collected(config));
     move |k| {
         let e = (k / per_epoch) as usize;
-        k.is_multiple_of(per_epoch) && e >= burn && is_eval_epoch(&config, e)
+        k.is_multiple_of(per_epoch) && e >= first && is_eval_epoch(&config, e)
     }
 }
 
 /// The run's recorder: per-step rows, and at the first step of every evaluation epoch each
 /// chain's pre-move model scored on the test digits and, past the burn-in and in the sampling
-/// phase, added to the model averages with that step's log weight. Its [`Record`] is
-/// checkpointed with the run.
+/// phase, added to the model averages with that step's log weight. At the end of the run the
+/// trained chains are scored once more (the last row: what "final" reports), without joining
+/// the averages, whose weights are those of pre-move points. Its [`Record`] is checkpointed
+/// with the run.
 struct Recorder<'a> {
     config: &'a MnistConfig,
     data: &'a MnistData,
     ranks: &'a Ranks,
     plain: Device,
-    burn_epochs: usize,
+    first_collected: usize,
     held: Option<Vec<Cnn>>,
     record: Record,
     clock: Instant,
@@ -242,16 +246,21 @@ impl Observer<MnistSampler> for Recorder<'_> {
             });
         }
         if let Some(models) = self.held.take() {
-            let t = Instant::now();
-            self.evaluate(at, report, &models)
-                .map_err(|e| RunError::Observer(e.to_string()))?;
-            self.record.eval_seconds += t.elapsed().as_secs_f64();
+            let e = at.epoch() as usize;
+            let collect = e >= self.first_collected && report.phase != Some(Phase::Exploration);
+            self.timed_evaluation((e, report.step), report, collect, &models)?;
         }
         if at.ends_epoch() {
             self.record.epochs_done = at.epoch() as usize + 1;
         }
         self.clock = Instant::now();
         Ok(())
+    }
+
+    fn on_end(&mut self, at: &Progress, sampler: &MnistSampler) -> Result<(), RunError> {
+        let models: Vec<Cnn> = sampler.ensemble().modules().cloned().collect();
+        let done = (at.epoch() as usize + 1, at.step + 1);
+        self.timed_evaluation(done, sampler.report(), false, &models)
     }
 
     fn save(&self) -> Result<Vec<u8>, RunError> {
@@ -265,17 +274,31 @@ impl Observer<MnistSampler> for Recorder<'_> {
 }
 
 impl Recorder<'_> {
-    /// Scores this rank's held `models` (its chains, in order) and, on rank 0, folds every
-    /// chain's predictions in chain order into the averages and the evaluation row.
+    /// [`Recorder::evaluate`], its time counted as evaluation time.
+    fn timed_evaluation(
+        &mut self,
+        done: (usize, u64),
+        report: &StepReport,
+        collect: bool,
+        models: &[Cnn],
+    ) -> Result<(), RunError> {
+        let t = Instant::now();
+        self.evaluate(done, report, collect, models)
+            .map_err(|e| RunError::Observer(e.to_string()))?;
+        self.record.eval_seconds += t.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Scores this rank's `models` (its chains, in order) after `(epochs, steps)` done and, on
+    /// rank 0, folds every chain's predictions in chain order into the averages (when
+    /// `collect`, with the log weights of `report`) and the evaluation row.
     fn evaluate(
         &mut self,
-        at: &Progress,
+        (e, step): (usize, u64),
         report: &StepReport,
+        collect: bool,
         models: &[Cnn],
     ) -> Result<(), AppError> {
-        let e = at.epoch() as usize;
-        let sampling = report.phase != Some(Phase::Exploration);
-        let collect = e >= self.burn_epochs && sampling;
         let mine = models
             .iter()
             .map(|m| ChainPredictions::of(m, self.data, &self.plain, collect))
@@ -299,7 +322,7 @@ impl Recorder<'_> {
             .map(|m| scores(&m, &self.data.test, classes));
         self.record.evals.push(EvalRow {
             epoch: e,
-            step: report.step,
+            step,
             chain_accuracy,
             bma_accuracy: bma.map(|s| s.accuracy),
             bma_nll: bma.map(|s| s.nll),
@@ -386,7 +409,7 @@ impl NetExperiment for Mnist {
             data,
             ranks,
             plain: device.clone().inner(),
-            burn_epochs: burn_epochs(config),
+            first_collected: first_collected(config),
             held: None,
             record: Record::default(),
             clock: Instant::now(),
@@ -428,15 +451,19 @@ impl NetExperiment for Mnist {
         over: &str,
     ) -> Result<(), AppError> {
         let s = crate::mnist::report::write(dir, config, data, record, &device.to_string())?;
+        let bma = if s.bma_models == 0 {
+            "no model averaged (no evaluation epoch past the burn-in and the initial networks: raise --epochs)".to_string()
+        } else {
+            format!(
+                "BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models)",
+                s.bma_accuracy, s.bma_nll, s.bma_effective_models, s.bma_models
+            )
+        };
         println!(
-            "{}{over}: final acc {:.4}, BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models), loss range \
-             [{:.4}, {:.4}] over the last half, held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
+            "{}{over}: final acc {:.4}, {bma}, loss range [{:.4}, {:.4}] over the last half, \
+             held-out entropy > 0.5: {:.3} (fashion {:.3}), {:.1} s/epoch -> {}",
             config.sampler,
             s.final_accuracy,
-            s.bma_accuracy,
-            s.bma_nll,
-            s.bma_effective_models,
-            s.bma_models,
             s.loss_range_last_half[0],
             s.loss_range_last_half[1],
             s.heldout_entropy_above_half,
