@@ -334,7 +334,9 @@ fn absurd_budgets_and_senseless_chain_counts_are_refused() {
 }
 
 /// A UCI `config.toml` is checked as the flags are (`--config` and `--resume` read one):
-/// values the flags refuse, and keys no run reads, are refused in one line naming the file.
+/// values the flags refuse, and keys no run reads, are refused in one line naming the file;
+/// so are a `[data]` digest the recorded folder does not hold and a `dataset` that is not the
+/// recorded folder's (before, both ran, the second under the other data set's name).
 #[test]
 fn a_uci_config_file_is_checked_as_the_flags_are() {
     let dir = tmp("uci-config");
@@ -385,6 +387,16 @@ fn a_uci_config_file_is_checked_as_the_flags_are() {
             "unknown field `typo`",
         ),
         (&["typo"], toml::Value::Integer(1), "unknown field `typo`"),
+        (
+            &["data", "sha256"],
+            toml::Value::String("0".repeat(64)),
+            "its [data] records SHA-256 000000000000",
+        ),
+        (
+            &["dataset"],
+            toml::Value::String("yacht".into()),
+            "dataset `yacht` but its data folder is",
+        ),
     ];
     let path = dir.join("edited.toml");
     for (keys, value, needle) in edits {

@@ -102,12 +102,35 @@ impl DataRecord {
                 "--resume: the data in {} changed since the run started (SHA-256 {} then, {} \
                  now); start a new run",
                 self.dir.display(),
-                &self.sha256[..12.min(self.sha256.len())],
-                &now.sha256[..12.min(now.sha256.len())]
+                short(&self.sha256),
+                short(&now.sha256)
             )));
         }
         Ok(())
     }
+
+    /// Checks that `now`, the data a repeat of a run's `config.toml` (`path`) read, is the data
+    /// that file records: a run repeated on other data would report its energies beside the
+    /// recorded data set's figures.
+    pub fn check_repeat(&self, now: &DataRecord, path: &Path) -> Result<(), AppError> {
+        if self.sha256 != now.sha256 {
+            return Err(AppError::Input(format!(
+                "{}: its [data] records SHA-256 {} (read from {}), but {} holds {}: the run \
+                 would not repeat; give the recorded data, or remove the [data] table to run \
+                 on other data",
+                path.display(),
+                short(&self.sha256),
+                self.dir.display(),
+                now.dir.display(),
+                short(&now.sha256)
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..12.min(sha.len())]
 }
 
 /// Refuses a training set of `n` images smaller than one minibatch of `batch`.

@@ -639,13 +639,29 @@ fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
             config.dataset, config.run.sampler.name
         ))
     });
-    output::fresh_run_dir(&out, a.force.force, FILES)?;
-    let dir = match &config.data {
-        Some(d) if a.data_dir.is_none() => d.dir.clone(),
-        _ => dataset_dir(config.data_dir.as_deref(), &config.dataset),
+    let recorded = config.data.as_ref().filter(|_| a.data_dir.is_none());
+    let dir = match recorded {
+        Some(d) => d.dir.clone(),
+        None => dataset_dir(config.data_dir.as_deref(), &config.dataset),
     };
+    // The recorded folder is named after its data set (`uci/yacht`): a `dataset` edited beside
+    // it would report one data set's energies under the other's name.
+    let named = Path::new(&config.dataset).file_name();
+    if recorded.is_some() && dir.file_name() != named {
+        return Err(AppError::Input(format!(
+            "{}: dataset `{}` but its data folder is {}; edit both, or remove the [data] table",
+            path.display(),
+            config.dataset,
+            dir.display()
+        )));
+    }
     let data = load(&dir)?;
-    config.data = Some(DataRecord::new(&dir, digest(&data))?);
+    let record = DataRecord::new(&dir, digest(&data))?;
+    if let Some(recorded) = &config.data {
+        recorded.check_repeat(&record, path)?;
+    }
+    config.data = Some(record);
+    output::fresh_run_dir(&out, a.force.force, FILES)?;
     output::write_toml(&out.join("config.toml"), &config)?;
     Ok(Prepared {
         config,
