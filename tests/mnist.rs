@@ -196,7 +196,10 @@ fn a_one_epoch_run_reports_its_trained_chains_and_averages_no_initial_network() 
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(s["final_accuracy"].as_f64(), Some(last.chain_accuracy[0]));
-    assert!(s["bma_accuracy"].is_null() && s["diagnostics"]["draws"] == 0, "{s}");
+    assert!(
+        s["bma_accuracy"].is_null() && s["diagnostics"]["draws"] == 0,
+        "{s}"
+    );
     assert!(!dir.join("trace.zarr").exists());
 }
 
