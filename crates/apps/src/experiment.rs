@@ -295,14 +295,14 @@ pub fn run_distributed<E: NetExperiment>(
 }
 
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
-/// command's `recorder`, a [`Trace`] of the draws' energies and log weights, a progress bar,
+/// command's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, a progress bar,
 /// checkpoints carrying the session's meta, the early stop and the resume; rank 0 writes the
 /// settings to `config.toml` before the first step. A divergence is reported by the rank that
 /// steps the chain ([`Ranks::settle`]). Returns every rank's trace, joined, on rank 0.
 pub fn drive<E, B>(
     session: Session<'_, E>,
     schedule: Schedule,
-    recorder: &mut dyn Observer<E::Sampler>,
+    recorders: &mut [&mut dyn Observer<E::Sampler>],
     sampler: &mut E::Sampler,
     batches: &mut B,
 ) -> Result<Option<TracePart>, AppError>
@@ -337,8 +337,11 @@ where
     };
     let mut run = Run::new(schedule.length)
         .keep_when(schedule.keep)
-        .observe(&mut guard)
-        .observe(recorder)
+        .observe(&mut guard);
+    for recorder in recorders.iter_mut() {
+        run = run.observe(&mut **recorder);
+    }
+    let mut run = run
         .observe(&mut trace)
         .observe(&mut progress)
         .checkpoints(ranks.checkpoints(checkpoints));

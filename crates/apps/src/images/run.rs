@@ -529,9 +529,17 @@ impl NetExperiment for Images {
         let batches = AugmentedBatches::new(config, data, device)?;
         let trace = if config.prefetch > 0 {
             let mut batches = Prefetch::new(batches, config.prefetch)?;
-            drive(session, schedule, &mut recorder, sampler, &mut batches)?
+            drive(
+                session,
+                schedule,
+                &mut [&mut recorder],
+                sampler,
+                &mut batches,
+            )?
         } else {
-            drive(session, schedule, &mut recorder, sampler, &mut { batches })?
+            drive(session, schedule, &mut [&mut recorder], sampler, &mut {
+                batches
+            })?
         };
         let mut record = recorder.record;
         record.trace = trace.unwrap_or_default();

@@ -1,19 +1,20 @@
-//! One `sgmcmc mnist` run on the engine: the sampler, the batches, the recorder observer,
-//! checkpoints and resume.
+//! One `sgmcmc mnist` run on the engine: the sampler, the batches, the recorder and the
+//! evaluations, checkpoints and resume.
 //!
 //! Epoch `e` visits the training images in the order `epoch_order(N, seed, e)` in batches
 //! (the last partial batch dropped). At the start of every `eval_every`-th epoch and of the last
-//! one, each chain's current model is scored on the test digits, and, past the burn-in (and in
-//! the sampling phase of cyclical schedules), added to the Bayesian model averages with the log
-//! importance weight the sampler reports for that very point (the pre-move point of the epoch's
-//! first step). A checkpoint after every `checkpoint_every`-th epoch holds the sampler state
-//! and everything recorded so far; resuming from it replays the rest of the run exactly.
+//! one, each chain's current model is scored on the test digits, and, past the burn-in and the
+//! initial networks (and in the sampling phase of cyclical schedules), added to the Bayesian
+//! model averages with the log importance weight the sampler reports for that very point (the
+//! pre-move point of the epoch's first step); after the last step the trained chains are scored
+//! once more. A checkpoint after every `checkpoint_every`-th epoch holds the sampler state and
+//! everything recorded so far; resuming from it replays the rest of the run exactly.
 //!
 //! Over the ranks of `mpirun` (`--distributed`) each rank steps its block of chains and
-//! records their per-step rows; at an evaluation every rank scores its chains' models and
-//! sends the predictions to rank 0, which folds them into the averages in chain order (the
-//! order of a one-process run, so the averages are its bits); at the end rank 0 gathers the
-//! rows. Checkpoints are one part per rank and a manifest.
+//! records their per-step rows; the engine's [`Evaluate`] scores every rank's chains and folds
+//! the predictions on rank 0 in chain order (the order of a one-process run, so the averages
+//! are its bits); at the end rank 0 gathers the rows. Checkpoints are one part per rank and a
+//! manifest.
 
 use std::path::Path;
 use std::time::Instant;
@@ -22,7 +23,7 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
-use sgmcmc_engine::observers::TracePart;
+use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::{
     BatchSource, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
 };
@@ -31,7 +32,7 @@ use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
-use sgmcmc_samplers::sampler::{Sampler, StepReport};
+use sgmcmc_samplers::sampler::StepReport;
 
 use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
@@ -198,33 +199,16 @@ fn keeps(config: &MnistConfig, per_epoch: u64) -> impl Fn(u64) -> bool + 'static
     }
 }
 
-/// The run's recorder: per-step rows, and at the first step of every evaluation epoch each
-/// chain's pre-move model scored on the test digits and, past the burn-in and in the sampling
-/// phase, added to the model averages with that step's log weight. At the end of the run the
-/// trained chains are scored once more (the last row: what "final" reports), without joining
-/// the averages, whose weights are those of pre-move points. Its [`Record`] is checkpointed
-/// with the run.
-struct Recorder<'a> {
-    config: &'a MnistConfig,
-    data: &'a MnistData,
-    ranks: &'a Ranks,
-    plain: Device,
-    first_collected: usize,
-    held: Option<Vec<Cnn>>,
+/// The run's recorder: the per-step rows of this rank's chains, the training time (the
+/// sampler's steps) and the epochs done. Checkpointed with the run.
+struct Recorder {
     record: Record,
     clock: Instant,
 }
 
-impl Observer<MnistSampler> for Recorder<'_> {
-    fn on_start(&mut self, _: &Progress, _: &MnistSampler) -> Result<(), RunError> {
+impl Observer<MnistSampler> for Recorder {
+    fn before_step(&mut self, _: &Progress, _: &MnistSampler) -> Result<(), RunError> {
         self.clock = Instant::now();
-        Ok(())
-    }
-
-    fn before_step(&mut self, at: &Progress, sampler: &MnistSampler) -> Result<(), RunError> {
-        if at.starts_epoch() && is_eval_epoch(self.config, at.epoch() as usize) {
-            self.held = Some(sampler.ensemble().modules().cloned().collect());
-        }
         Ok(())
     }
 
@@ -245,22 +229,10 @@ impl Observer<MnistSampler> for Recorder<'_> {
                 log_weight: report.log_weights[p],
             });
         }
-        if let Some(models) = self.held.take() {
-            let e = at.epoch() as usize;
-            let collect = e >= self.first_collected && report.phase != Some(Phase::Exploration);
-            self.timed_evaluation((e, report.step), report, collect, &models)?;
-        }
         if at.ends_epoch() {
             self.record.epochs_done = at.epoch() as usize + 1;
         }
-        self.clock = Instant::now();
         Ok(())
-    }
-
-    fn on_end(&mut self, at: &Progress, sampler: &MnistSampler) -> Result<(), RunError> {
-        let models: Vec<Cnn> = sampler.ensemble().modules().cloned().collect();
-        let done = (at.epoch() as usize + 1, at.step + 1);
-        self.timed_evaluation(done, sampler.report(), false, &models)
     }
 
     fn save(&self) -> Result<Vec<u8>, RunError> {
@@ -273,63 +245,59 @@ impl Observer<MnistSampler> for Recorder<'_> {
     }
 }
 
-impl Recorder<'_> {
-    /// [`Recorder::evaluate`], its time counted as evaluation time.
-    fn timed_evaluation(
-        &mut self,
-        done: (usize, u64),
-        report: &StepReport,
-        collect: bool,
-        models: &[Cnn],
-    ) -> Result<(), RunError> {
-        let t = Instant::now();
-        self.evaluate(done, report, collect, models)
-            .map_err(|e| RunError::Observer(e.to_string()))?;
-        self.record.eval_seconds += t.elapsed().as_secs_f64();
-        Ok(())
-    }
+/// What the evaluations fold on rank 0: the rows and the model averages.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Evaluations {
+    evals: Vec<EvalRow>,
+    averages: Averages,
+}
 
-    /// Scores this rank's `models` (its chains, in order) after `(epochs, steps)` done and, on
-    /// rank 0, folds every chain's predictions in chain order into the averages (when
-    /// `collect`, with the log weights of `report`) and the evaluation row.
-    fn evaluate(
-        &mut self,
-        (e, step): (usize, u64),
-        report: &StepReport,
-        collect: bool,
-        models: &[Cnn],
-    ) -> Result<(), AppError> {
-        let mine = models
-            .iter()
-            .map(|m| ChainPredictions::of(m, self.data, &self.plain, collect))
-            .collect::<Result<Vec<_>, _>>()?;
-        let Some(all) = self.ranks.gather_chains(mine)? else {
-            return Ok(());
-        };
-        let classes = self.config.classes.len();
-        let mut chain_accuracy = Vec::new();
-        for (p, predictions) in all.iter().enumerate() {
-            if predictions.collected {
-                self.record.averages.add(report.log_weights[p], predictions);
+/// The run's evaluations: at the first step of every evaluation epoch each chain's pre-move
+/// model is scored on the test digits and, from [`first_collected`] on and in the sampling
+/// phase, added to the model averages with that step's log weight; after the last step the
+/// trained chains are scored once more (the last row, what "final" reports), without joining
+/// the averages, whose weights are those of pre-move points.
+fn evaluations<'a>(
+    config: &'a MnistConfig,
+    data: &'a MnistData,
+    ranks: &'a Ranks,
+    plain: Device,
+) -> Evaluate<'a, Cnn, ChainPredictions, Evaluations> {
+    let (first, classes) = (first_collected(config), config.classes.len());
+    Evaluate::new(
+        ranks,
+        move |at: &Progress| at.starts_epoch() && is_eval_epoch(config, at.epoch() as usize),
+        move |s: &Scoring<'_>, m: &Cnn| {
+            let collect = !s.end
+                && s.at.epoch() as usize >= first
+                && s.report.phase != Some(Phase::Exploration);
+            ChainPredictions::of(m, data, &plain, collect).map_err(|e| e.to_string())
+        },
+        move |st: &mut Evaluations, s: Scored<'_, ChainPredictions>| {
+            let mut chain_accuracy = Vec::new();
+            for (p, predictions) in s.scores.iter().enumerate() {
+                if predictions.collected {
+                    st.averages.add(s.report.log_weights[p], predictions);
+                }
+                chain_accuracy.push(scores(&predictions.test, &data.test, classes).accuracy);
             }
-            chain_accuracy.push(scores(&predictions.test, &self.data.test, classes).accuracy);
-        }
-        let bma = self
-            .record
-            .averages
-            .test
-            .mean()
-            .map(|m| scores(&m, &self.data.test, classes));
-        self.record.evals.push(EvalRow {
-            epoch: e,
-            step,
-            chain_accuracy,
-            bma_accuracy: bma.map(|s| s.accuracy),
-            bma_nll: bma.map(|s| s.nll),
-            effective_models: self.record.averages.test.effective_models(),
-        });
-        Ok(())
-    }
+            let bma = st
+                .averages
+                .test
+                .mean()
+                .map(|m| scores(&m, &data.test, classes));
+            st.evals.push(EvalRow {
+                epoch: s.at.epoch() as usize + usize::from(s.end),
+                step: s.steps_done(),
+                chain_accuracy,
+                bma_accuracy: bma.map(|b| b.accuracy),
+                bma_nll: bma.map(|b| b.nll),
+                effective_models: st.averages.test.effective_models(),
+            });
+            Ok(())
+        },
+    )
+    .at_end()
 }
 
 impl NetExperiment for Mnist {
@@ -405,15 +373,10 @@ impl NetExperiment for Mnist {
         let config = &session.meta.config.clone();
         let per_epoch = steps_per_epoch(config, data) as u64;
         let mut recorder = Recorder {
-            config,
-            data,
-            ranks,
-            plain: device.clone().inner(),
-            first_collected: first_collected(config),
-            held: None,
             record: Record::default(),
             clock: Instant::now(),
         };
+        let mut evaluate = evaluations(config, data, ranks, device.clone().inner());
         let schedule = Schedule {
             length: Length::Epochs(config.epochs as u64),
             total: config.epochs as u64 * per_epoch,
@@ -424,9 +387,22 @@ impl NetExperiment for Mnist {
             save: config.save_samples.then(|| saved_model(config, data)),
         };
         let mut batches = batches(config, data, device)?;
-        let trace = drive(session, schedule, &mut recorder, sampler, &mut batches)?;
-        let mut record = recorder.record;
-        record.trace = trace.unwrap_or_default();
+        let trace = drive(
+            session,
+            schedule,
+            &mut [&mut recorder, &mut evaluate],
+            sampler,
+            &mut batches,
+        )?;
+        let eval_seconds = evaluate.seconds();
+        let Evaluations { evals, averages } = evaluate.into_state();
+        let mut record = Record {
+            evals,
+            averages,
+            eval_seconds,
+            trace: trace.unwrap_or_default(),
+            ..recorder.record
+        };
         if record.epochs_done == config.epochs
             && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?
         {

@@ -7,6 +7,7 @@
 //! | [`MetricsCsv`] | writes per-step energies, step sizes, weights and rungs to a CSV file | file length |
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
 //! | [`ClassifierAverage`] | the model average of class probabilities: accuracy, NLL, Brier, ECE, reliability, entropy, mutual information, OOD AUROC / AUPR | the averages |
+//! | [`Evaluate`] | scores every chain's pre-move model at chosen steps (and the final models), gathered over the ranks and folded on rank 0 | the folded state, seconds |
 //! | [`SampleSaver`] | saves kept models as burn records or safetensors files with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |
 //! | [`OnStep`], [`OnSample`] | closures | - |
@@ -14,6 +15,7 @@
 mod average;
 mod classifier;
 mod closure;
+mod evaluate;
 mod guard;
 mod metrics;
 mod progress;
@@ -24,6 +26,7 @@ mod trace_zarr;
 pub use average::ModelAverage;
 pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodDetection};
 pub use closure::{OnSample, OnStep};
+pub use evaluate::{Evaluate, Scored, Scoring};
 pub use guard::{BLOW_UP, DivergenceGuard};
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;

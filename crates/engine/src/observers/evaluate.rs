@@ -1,0 +1,215 @@
+//! Every chain scored at chosen steps, over the ranks of a job: the evaluation of a network
+//! experiment (test accuracy of each chain, the model average of the sample chains).
+
+use std::time::Instant;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use sgmcmc_samplers::ensemble::Ensemble;
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
+
+use crate::error::RunError;
+use crate::observer::{Observer, Progress, decode, encode};
+use crate::ranks::Ranks;
+
+/// One chain's model at an evaluation, as the score sees it.
+pub struct Scoring<'a> {
+    /// The step whose pre-move models are scored; at the end evaluation, the last step.
+    pub at: &'a Progress,
+    /// That step's report: phase, rungs, log weights of the pre-move points.
+    pub report: &'a StepReport,
+    /// The global index of the chain.
+    pub chain: usize,
+    /// Whether this is the evaluation after the last step: the final models, whose log
+    /// weights no step has computed (an average should not take them).
+    pub end: bool,
+}
+
+/// Every chain's score at one evaluation, in global chain order (on rank 0).
+pub struct Scored<'a, T> {
+    /// As [`Scoring::at`].
+    pub at: &'a Progress,
+    /// As [`Scoring::report`].
+    pub report: &'a StepReport,
+    /// One score per chain of the run, chain 0 first.
+    pub scores: Vec<T>,
+    /// As [`Scoring::end`].
+    pub end: bool,
+}
+
+impl Scoring<'_> {
+    /// Steps done when the scored models were current: the step's index for pre-move models,
+    /// the run's steps for the end evaluation.
+    pub fn steps_done(&self) -> u64 {
+        self.at.step + u64::from(self.end)
+    }
+}
+
+impl<T> Scored<'_, T> {
+    /// As [`Scoring::steps_done`].
+    pub fn steps_done(&self) -> u64 {
+        self.at.step + u64::from(self.end)
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Timed<St> {
+    state: St,
+    seconds: f64,
+}
+
+/// A score closure: one chain's model to a value that travels to rank 0.
+type Score<'a, M, T> = Box<dyn FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a>;
+/// A fold closure: every chain's scores into the evaluation's state, on rank 0.
+type Fold<'a, St, T> = Box<dyn FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a>;
+
+/// Scores every chain at the steps `when` picks and folds the scores on rank 0.
+///
+/// At such a step `k` each rank scores its chains' models *before* the step (the points the
+/// step's log weights and rungs refer to, as [`Kept`](crate::Kept) holds them) with `score`,
+/// after the step, so the score sees the step's report; rank 0 receives every chain's score in
+/// global chain order ([`Ranks::gather_chains`]) and folds them into the state `St` with
+/// `fold` (the other ranks keep `St::default()`). With [`Evaluate::at_end`] the final models
+/// are scored once more after the last step ([`Scoring::end`]). The state and the seconds
+/// spent are checkpointed with the run, so a resumed run folds the same scores.
+///
+/// Every chain must be one model of the ensemble ([`Ensemble::Snapshot`] `= Vec<M>`, one
+/// module per chain): network chains, not toy rows.
+pub struct Evaluate<'a, M, T, St> {
+    ranks: &'a Ranks,
+    when: Box<dyn Fn(&Progress) -> bool + 'a>,
+    score: Score<'a, M, T>,
+    fold: Fold<'a, St, T>,
+    at_end: bool,
+    timed: Timed<St>,
+    held: Option<Vec<M>>,
+}
+
+impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
+    /// Scores at the steps `when(at)` picks on `ranks` ([`Ranks::local`] in one process).
+    pub fn new(
+        ranks: &'a Ranks,
+        when: impl Fn(&Progress) -> bool + 'a,
+        score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
+        fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
+    ) -> Self {
+        Self {
+            ranks,
+            when: Box::new(when),
+            score: Box::new(score),
+            fold: Box::new(fold),
+            at_end: false,
+            timed: Timed::default(),
+            held: None,
+        }
+    }
+
+    /// Also scores the final models after the last step of a finished run.
+    pub fn at_end(mut self) -> Self {
+        self.at_end = true;
+        self
+    }
+
+    /// The folded state (rank 0's; the default on the other ranks).
+    pub fn state(&self) -> &St {
+        &self.timed.state
+    }
+
+    /// The folded state, taken.
+    pub fn into_state(self) -> St {
+        self.timed.state
+    }
+
+    /// Seconds spent scoring and folding, over every session of the run.
+    pub fn seconds(&self) -> f64 {
+        self.timed.seconds
+    }
+}
+
+impl<M, T, St> Evaluate<'_, M, T, St>
+where
+    T: Serialize + DeserializeOwned,
+{
+    fn evaluate(
+        &mut self,
+        at: &Progress,
+        report: &StepReport,
+        end: bool,
+        models: &[M],
+    ) -> Result<(), RunError> {
+        let clock = Instant::now();
+        if models.len() != report.local.len() {
+            return Err(RunError::Observer(format!(
+                "an evaluation scores one model per chain ({} models for {} chains)",
+                models.len(),
+                report.local.len()
+            )));
+        }
+        let mine = models
+            .iter()
+            .zip(report.local.clone())
+            .map(|(m, chain)| {
+                let s = Scoring {
+                    at,
+                    report,
+                    chain,
+                    end,
+                };
+                (self.score)(&s, m).map_err(RunError::Observer)
+            })
+            .collect::<Result<Vec<T>, _>>()?;
+        if let Some(scores) = self.ranks.gather_chains(mine)? {
+            let scored = Scored {
+                at,
+                report,
+                scores,
+                end,
+            };
+            (self.fold)(&mut self.timed.state, scored).map_err(RunError::Observer)?;
+        }
+        self.timed.seconds += clock.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+impl<S, M, T, St> Observer<S> for Evaluate<'_, M, T, St>
+where
+    S: Sampler,
+    S::Ensemble: Ensemble<Snapshot = Vec<M>>,
+    T: Serialize + DeserializeOwned,
+    St: Serialize + DeserializeOwned,
+{
+    fn before_step(&mut self, at: &Progress, sampler: &S) -> Result<(), RunError> {
+        if (self.when)(at) {
+            let mut held = self.held.take().unwrap_or_default();
+            sampler.ensemble().snapshot_into(&mut held);
+            self.held = Some(held);
+        }
+        Ok(())
+    }
+
+    fn on_step(&mut self, at: &Progress, _: &S, report: &StepReport) -> Result<(), RunError> {
+        if let Some(models) = self.held.take() {
+            self.evaluate(at, report, false, &models)?;
+        }
+        Ok(())
+    }
+
+    fn on_end(&mut self, at: &Progress, sampler: &S) -> Result<(), RunError> {
+        if self.at_end {
+            let mut models = Vec::new();
+            sampler.ensemble().snapshot_into(&mut models);
+            self.evaluate(at, sampler.report(), true, &models)?;
+        }
+        Ok(())
+    }
+
+    fn save(&self) -> Result<Vec<u8>, RunError> {
+        encode(&self.timed)
+    }
+
+    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
+        self.timed = decode(state)?;
+        Ok(())
+    }
+}

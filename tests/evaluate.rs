@@ -1,0 +1,87 @@
+//! The engine's `Evaluate` observer: at the steps it picks it scores every chain's pre-move
+//! model (the points `Kept` hands to the kept-sample observers, to the bit), after the last
+//! step the final models, and folds all chains' scores in chain order.
+
+use sgmcmc::burn::nn::{Linear, LinearConfig};
+use sgmcmc::burn::tensor::{Device, Tensor, TensorData};
+use sgmcmc::engine::init;
+use sgmcmc::engine::observers::{Evaluate, OnSample, Scored, Scoring};
+use sgmcmc::engine::{Length, Progress, Ranks, Repeat, Run};
+use sgmcmc::models::{ModelPosterior, nll_fn};
+use sgmcmc::samplers::ensemble::ModuleEnsemble;
+use sgmcmc::samplers::kernel::Kernel;
+use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+
+#[derive(Clone)]
+struct Xy(Tensor<2>, Tensor<2>);
+
+fn nll(m: &Linear, b: &Xy) -> Tensor<1> {
+    let r = m.forward(b.0.clone()) - b.1.clone();
+    r.powi_scalar(2).mul_scalar(50.0).sum_dim(1).squeeze_dim(1)
+}
+
+/// The weight and bias of a `Linear(1, 1)`.
+fn values(m: &Linear) -> Vec<f32> {
+    let w = m.weight.val().into_data().try_to_vec::<f32>().unwrap();
+    let b = m.bias.as_ref().unwrap().val().into_data();
+    [w, b.try_to_vec::<f32>().unwrap()].concat()
+}
+
+#[test]
+fn evaluations_score_the_pre_move_models_and_the_final_ones_in_chain_order() {
+    let device = Device::flex().autodiff();
+    let x: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
+    let y: Vec<f32> = x.iter().map(|v| 2.0 * v - 1.0).collect();
+    let batch = Xy(
+        Tensor::from_data(TensorData::new(x, [8, 1]), &device),
+        Tensor::from_data(TensorData::new(y, [8, 1]), &device),
+    );
+    let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
+    let models = init::chains(&device, 3, 3, || LinearConfig::new(1, 1).init(&device));
+    let ensemble = ModuleEnsemble::new(posterior, models, 3).unwrap();
+    let mut sampler =
+        Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-3, 1.0), ensemble).unwrap();
+
+    let when = |k: u64| k % 4 == 1;
+    let ranks = Ranks::local();
+    // Each score: (chain, steps done, end, the model's values); folded as they come.
+    type Row = (usize, u64, bool, Vec<f32>);
+    let mut evaluate = Evaluate::new(
+        &ranks,
+        move |at: &Progress| when(at.step),
+        |s: &Scoring<'_>, m: &Linear| Ok((s.chain, s.steps_done(), s.end, values(m))),
+        |rows: &mut Vec<Vec<Row>>, s: Scored<'_, Row>| {
+            rows.push(s.scores);
+            Ok(())
+        },
+    )
+    .at_end();
+    // The engine's own pre-move points at the same steps.
+    let mut kept: Vec<Vec<Vec<f32>>> = Vec::new();
+    let mut reference = OnSample::new(|k: &sgmcmc::engine::Kept<'_, Vec<Linear>>| {
+        kept.push(k.points.iter().map(values).collect());
+    });
+    Run::new(Length::Steps(10))
+        .keep_when(when)
+        .observe(&mut evaluate)
+        .observe(&mut reference)
+        .run(&mut sampler, &mut Repeat(batch))
+        .unwrap();
+    let finals: Vec<Vec<f32>> = sampler.ensemble().modules().map(values).collect();
+    let rows = evaluate.into_state();
+
+    // Steps 1, 5, 9, then the end (10 steps done).
+    assert_eq!(rows.len(), 4);
+    for (e, row) in rows.iter().enumerate() {
+        let chains: Vec<usize> = row.iter().map(|r| r.0).collect();
+        assert_eq!(chains, [0, 1, 2]);
+        let end = e == 3;
+        let steps = if end { 10 } else { 1 + 4 * e as u64 };
+        assert!(row.iter().all(|r| r.1 == steps && r.2 == end), "{row:?}");
+        let models: Vec<Vec<f32>> = row.iter().map(|r| r.3.clone()).collect();
+        let want = if end { &finals } else { &kept[e] };
+        assert_eq!(&models, want, "evaluation {e}");
+    }
+    // The models moved between evaluations: pre-move is not post-move.
+    assert_ne!(rows[2][0].3, rows[3][0].3);
+}
