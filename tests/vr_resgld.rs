@@ -2,14 +2,14 @@
 //! N = 1e4 points and minibatches of 100 (tau (10, 1000), F = 1).
 //! `sgmcmc vr-resgld` runs the thesis' N = 1e5 setting.
 
-use sgmcmc::apps::vr::{VrConfig, VrOutcome, data, exact_low_mode_mass, run};
+use sgmcmc::apps::vr::{VrOutcome, VrStudyConfig, data, exact_low_mode_mass, run};
 use sgmcmc::samplers::density::data_mixture::MixtureData;
 
 /// Standard errors allowed between an estimate and its exact value.
 const Z: f64 = 4.5;
 
-fn config(period: Option<u64>, correction: f64, iters: u64, lr: f64) -> VrConfig {
-    VrConfig {
+fn config(period: Option<u64>, correction: f64, iters: u64, lr: f64) -> VrStudyConfig {
+    VrStudyConfig {
         n_data: 10_000,
         batch: 100,
         lr,
@@ -91,7 +91,7 @@ fn vr_resgld_recovers_the_two_mode_masses() {
     let iters = 40_000;
     let masses: Vec<f64> = (1..=10)
         .map(|seed| {
-            let cfg = VrConfig {
+            let cfg = VrStudyConfig {
                 seed,
                 ..config(Some(10), 1.0, iters, 1e-5)
             };

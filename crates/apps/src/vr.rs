@@ -31,11 +31,12 @@ use sgmcmc_samplers::sampler::{
 
 use crate::error::AppError;
 
-/// Settings of one run (the study's base settings in its `config.toml`: the study sets
-/// `period` and `correction` per row).
+/// Settings of one run of the study, the sampler's [`sampler::VrConfig`] among them (the
+/// study's base settings in its `config.toml`: the study sets `period` and `correction` per
+/// row).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct VrConfig {
+pub struct VrStudyConfig {
     /// Data points `N`.
     pub n_data: usize,
     /// Minibatch size `n`.
@@ -54,7 +55,7 @@ pub struct VrConfig {
     pub seed: u64,
 }
 
-impl VrConfig {
+impl VrStudyConfig {
     /// The thesis' setting: N = 1e5, tau (10, 1000), lr 1e-7, m = 40, F = 1 (n = 1000, not
     /// stated in the thesis, from the authors' C code).
     pub fn thesis() -> Self {
@@ -108,7 +109,7 @@ const REFRESH: VrRefresh = VrRefresh {
 
 /// The sampler of one run.
 pub fn sampler(
-    cfg: &VrConfig,
+    cfg: &VrStudyConfig,
     data: &MixtureData,
 ) -> Result<VarianceReduced<HostEnsemble<MixtureData>>, AppError> {
     let (t1, t2) = cfg.temperatures;
@@ -143,7 +144,7 @@ pub fn sampler(
 }
 
 /// Runs VR-reSGLD (or reSGLD without a period) on `data`.
-pub fn run(cfg: &VrConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
+pub fn run(cfg: &VrStudyConfig, data: &MixtureData) -> Result<VrOutcome, AppError> {
     let mut vr = sampler(cfg, data)?;
     let mut rng = ChainRng::new(cfg.seed, 7);
     let (mut trace, mut indicator) = (Vec::new(), Vec::with_capacity(cfg.iters as usize));
@@ -250,16 +251,16 @@ pub const FILES: &[&str] = &[
 
 /// The settings `a` asks for (the preset, a config file over it, the flags), checked before
 /// the run folder is touched.
-pub fn config_of(a: &VrArgs) -> Result<VrConfig, AppError> {
+pub fn config_of(a: &VrArgs) -> Result<VrStudyConfig, AppError> {
     let preset = if a.quick {
-        VrConfig {
+        VrStudyConfig {
             n_data: 10_000,
             batch: 100,
             lr: 1e-6,
-            ..VrConfig::thesis()
+            ..VrStudyConfig::thesis()
         }
     } else {
-        VrConfig::thesis()
+        VrStudyConfig::thesis()
     };
     let mut base = crate::overrides::with_config(preset.clone(), a.config.as_deref())?;
     crate::overrides::flags_over!(base, a; iters, seed);
@@ -293,7 +294,7 @@ pub fn config_of(a: &VrArgs) -> Result<VrConfig, AppError> {
 
 /// Runs VR-reSGLD (m = 40, F = 1), reSGLD (F = 100) and the variance study for m in {10, 40,
 /// 200}; prints a table, writes `summary.json`, `variance.csv`, `traces.csv` and `traces.png`.
-pub fn run_cli(a: &VrArgs, base: &VrConfig) -> Result<(), AppError> {
+pub fn run_cli(a: &VrArgs, base: &VrStudyConfig) -> Result<(), AppError> {
     let base = base.clone();
     let d = data(base.n_data)?;
     let (t1, t2) = base.temperatures;
@@ -315,7 +316,7 @@ pub fn run_cli(a: &VrArgs, base: &VrConfig) -> Result<(), AppError> {
         ("reSGLD F=1", None, 1.0),
         ("reSGLD F=100", None, 100.0),
     ] {
-        let cfg = VrConfig {
+        let cfg = VrStudyConfig {
             period,
             correction: f,
             ..base.clone()

@@ -68,8 +68,10 @@ pub enum EnsembleState {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AlgorithmState {
-    /// Independent chains: nothing.
-    Plain,
+    /// Independent chains ([`crate::sampler::Sgmcmc`]): nothing. (Checkpoints written before
+    /// the name followed the sampler's say `plain`.)
+    #[serde(alias = "plain")]
+    Sgmcmc,
     /// A contour sampler's shared `theta`.
     Contour {
         /// The shared `theta`.

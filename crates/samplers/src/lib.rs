@@ -4,7 +4,7 @@
 //!
 //! 1. [`control`]: the adaptive scalar logic (schedules, stochastic-approximation step sizes)
 //!    in plain `f64`, no tensors.
-//! 2. [`kernel`]: the Langevin-type updates (SGD, momentum SGD, SGLD, SGHMC, pSGLD, SGNHT),
+//! 2. [`kernel`]: the Langevin-type updates (SGD, momentum SGD, SGLD, SGHMC, pSGLD, SGNHT, BAOAB),
 //!    written once over the [`kernel::Lane`] algebra and run either on burn tensors or on plain
 //!    `f64` slices.
 //! 3. [`sampler`]: the algorithms as compositions of the two, behind one [`sampler::Sampler`] trait.

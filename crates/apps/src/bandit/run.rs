@@ -100,7 +100,7 @@ fn sampler(
         .sampler
         .spec(&BuildContext::steps(total).chains(agent.chains))?;
     if agent.lr_decay != 1.0 {
-        let SamplerSpec::Plain(plain) = &mut spec else {
+        let SamplerSpec::Sgmcmc(plain) = &mut spec else {
             return Err(AppError::Usage(format!(
                 "bandit agent {}: lr_decay needs a plain sampler",
                 agent.name

@@ -85,7 +85,7 @@ pub fn iterations_to_hit(
     };
     let base = SgmcmcConfig::constant(Kernel::Sgld, s.lr, tau);
     let spec = match method {
-        Method::SgldLow | Method::SgldHigh => SamplerSpec::Plain(base),
+        Method::SgldLow | Method::SgldHigh => SamplerSpec::Sgmcmc(base),
         Method::Aw10 | Method::Aw100 => {
             let i = usize::from(method == Method::Aw100);
             let m = [10, 100][i];

@@ -287,7 +287,7 @@ where
     // order of a one-process run): the record travels to rank 0 and into checkpoints.
     if ranks.is_some() || persist.is_some() {
         collector.record = Some(Record::default());
-        collector.plain_energies = ranks.is_some() && matches!(sampler, AnySampler::Plain(_));
+        collector.plain_energies = ranks.is_some() && matches!(sampler, AnySampler::Sgmcmc(_));
     }
     let comm = ranks.map(|r| std::sync::Arc::clone(r.comm()));
     let leader = ranks.is_none_or(|r| r.rank() == 0);

@@ -6,11 +6,11 @@ use crate::ensemble::Ensemble;
 use crate::error::SamplerError;
 use crate::sampler::{Contour, ReplicaExchange, Sampler, Sgmcmc, StepReport};
 
-/// A plain, contour, replica-exchange or variance-reduced sampler over the chains of `E`, as built from the
+/// A plain ([`Sgmcmc`]), contour, replica-exchange or variance-reduced sampler over the chains of `E`, as built from the
 /// registry ([`super::SamplerSpec::build`]); each boxed, so the enum stays a pointer wide.
 pub enum AnySampler<E: Ensemble> {
     /// Independent chains.
-    Plain(Box<Sgmcmc<E>>),
+    Sgmcmc(Box<Sgmcmc<E>>),
     /// A contour sampler.
     Contour(Box<Contour<E>>),
     /// Replica exchange.
@@ -25,7 +25,7 @@ pub enum AnySampler<E: Ensemble> {
 macro_rules! each {
     ($self:expr, $s:ident => $body:expr) => {
         match $self {
-            AnySampler::Plain($s) => $body,
+            AnySampler::Sgmcmc($s) => $body,
             AnySampler::Contour($s) => $body,
             AnySampler::Replica($s) => $body,
             AnySampler::VarianceReduced($s) => $body,

@@ -54,7 +54,7 @@ impl BuildContext {
 #[derive(Clone, Debug, PartialEq)]
 pub enum SamplerSpec {
     /// Independent chains of one kernel.
-    Plain(SgmcmcConfig),
+    Sgmcmc(SgmcmcConfig),
     /// A contour sampler (weights, shared theta).
     Contour(ContourConfig),
     /// Replica exchange (samples from rung 0).
@@ -79,7 +79,9 @@ impl SamplerSpec {
         placement: Placement,
     ) -> Result<AnySampler<E>, SamplerError> {
         Ok(match self {
-            Self::Plain(c) => AnySampler::Plain(Box::new(Sgmcmc::placed(c, ensemble, placement)?)),
+            Self::Sgmcmc(c) => {
+                AnySampler::Sgmcmc(Box::new(Sgmcmc::placed(c, ensemble, placement)?))
+            }
             Self::Contour(c) => {
                 AnySampler::Contour(Box::new(Contour::placed(c, ensemble, placement)?))
             }
@@ -169,12 +171,12 @@ impl SamplerSettings {
             )));
         }
         let spec = match entry.family {
-            Family::Constant => SamplerSpec::Plain(constant(kernel)),
-            Family::Cyclical => SamplerSpec::Plain(SgmcmcConfig {
+            Family::Constant => SamplerSpec::Sgmcmc(constant(kernel)),
+            Family::Cyclical => SamplerSpec::Sgmcmc(SgmcmcConfig {
                 lr: Schedule::Cyclical(self.cycle(self.lr, ctx)),
                 ..constant(kernel)
             }),
-            Family::Annealed => SamplerSpec::Plain(SgmcmcConfig {
+            Family::Annealed => SamplerSpec::Sgmcmc(SgmcmcConfig {
                 temperature: decay(tau, tau_factor, 0),
                 ..constant(kernel)
             }),
@@ -199,7 +201,7 @@ impl SamplerSettings {
             }
         };
         match &spec {
-            SamplerSpec::Plain(c) => c.validate()?,
+            SamplerSpec::Sgmcmc(c) => c.validate()?,
             SamplerSpec::Contour(c) => c.validate()?,
             SamplerSpec::Replica(c) => c.validate()?,
             SamplerSpec::VarianceReduced(c) => c.validate()?,

@@ -208,7 +208,7 @@ impl<E: Ensemble> Driver<E> {
         kind: &str,
     ) -> Result<AlgorithmState, SamplerError> {
         let saved = match &state.algorithm {
-            AlgorithmState::Plain => "plain",
+            AlgorithmState::Sgmcmc => "sgmcmc",
             AlgorithmState::Contour { .. } => "contour",
             AlgorithmState::Replica(_) => "replica",
         };

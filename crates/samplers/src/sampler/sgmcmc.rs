@@ -1,6 +1,6 @@
 //! `Sgmcmc`: independent chains of one kernel under learning-rate and temperature schedules.
 //!
-//! Covers SGD, momentum SGD, SGLD (thesis eq. 2.7), SGHMC, pSGLD, SGNHT and, with a cyclical
+//! Covers SGD, momentum SGD, SGLD (thesis eq. 2.7), SGHMC, pSGLD, SGNHT, BAOAB and, with a cyclical
 //! learning-rate schedule, cyclical SG-MCMC (Zhang et al. 2020) including its noise-free
 //! exploration phase; with a decaying temperature schedule, simulated annealing.
 //! At step `k` every chain moves with `StepSize { lr: lr(k), temperature: tau(k), multiplier: 1 }`
@@ -133,10 +133,10 @@ impl<E: Ensemble> Sampler for Sgmcmc<E> {
     }
 
     fn state(&self) -> Result<SamplerState, SamplerError> {
-        self.driver.state(AlgorithmState::Plain)
+        self.driver.state(AlgorithmState::Sgmcmc)
     }
 
     fn restore(&mut self, state: SamplerState) -> Result<(), SamplerError> {
-        self.driver.restore(state, "plain").map(|_| ())
+        self.driver.restore(state, "sgmcmc").map(|_| ())
     }
 }
