@@ -21,7 +21,7 @@ use crate::{BenchArgs, Figure, Step, paired, rate, resnet_sampler};
 use sgmcmc_apps::AppError;
 use sgmcmc_apps::data_record::DataRecord;
 use sgmcmc_apps::images::config::ImagesConfig;
-use sgmcmc_apps::images::data::{AugmentedBatches, ImagesData};
+use sgmcmc_apps::images::data::{ImagesData, augmented_batches};
 
 /// `n` random 3x32x32 images of 10 classes (a fixed xorshift stream).
 fn random_images(n: usize) -> Images {
@@ -79,7 +79,7 @@ pub fn measure(a: &BenchArgs, device: &Device) -> Result<(Vec<Figure>, Vec<Figur
     };
     let label = format!("input/resnet20_3x32x32_b{b}");
     let on = &a.device;
-    let mut alone = AugmentedBatches::new(&config, &data, device)?;
+    let mut alone = augmented_batches(&config, &data, device)?;
     let mut k = 0u64;
     let batches = rate(a.seconds, || {
         alone.batch(k / per_epoch, k % per_epoch)?;
@@ -93,8 +93,8 @@ pub fn measure(a: &BenchArgs, device: &Device) -> Result<(Vec<Figure>, Vec<Figur
         resnet_sampler(net, 50_000)
     };
     let (mut s_plain, mut s_ahead) = (chain()?, chain()?);
-    let mut plain = AugmentedBatches::new(&config, &data, device)?;
-    let mut ahead = Prefetch::new(AugmentedBatches::new(&config, &data, device)?, 2)?;
+    let mut plain = augmented_batches(&config, &data, device)?;
+    let mut ahead = Prefetch::new(augmented_batches(&config, &data, device)?, 2)?;
     let mut fa = stepper(&mut s_plain, &mut plain, per_epoch);
     let mut fb = stepper(&mut s_ahead, &mut ahead, per_epoch);
     warm_up(a, &mut [&mut fa, &mut fb])?;

@@ -5,8 +5,9 @@
 //! iterator state to checkpoint. [`DatasetBatches`] serves any burn
 //! [`Dataset`] through a burn
 //! [`Batcher`], shuffled per epoch by
-//! [`epoch_order`]; [`Repeat`] serves one batch forever (`()` for analytic toys, or a full-data
-//! batch).
+//! [`epoch_order`]; [`IndexBatches`] hands each batch's item indices and its epoch to a
+//! closure (a stage that augments each item with a draw keyed by the epoch and the item);
+//! [`Repeat`] serves one batch forever (`()` for analytic toys, or a full-data batch).
 
 use std::marker::PhantomData;
 
@@ -88,11 +89,56 @@ pub struct DatasetBatches<D, B, I, O> {
     dataset: D,
     batcher: B,
     device: Device,
+    order: EpochOrder,
+    _items: PhantomData<fn(I) -> O>,
+}
+
+/// The items of every epoch cut into batches: epoch `e` visits `0..n` in
+/// [`epoch_order`]`(n, seed, e)`, `n / batch_size` batches, the last partial one dropped.
+struct EpochOrder {
+    n: usize,
     batch_size: usize,
     seed: u64,
     /// The order of the epoch last asked for.
     order: Option<(u64, Vec<usize>)>,
-    _items: PhantomData<fn(I) -> O>,
+}
+
+impl EpochOrder {
+    fn new(n: usize, batch_size: usize, seed: u64) -> Result<Self, RunError> {
+        check_batch_size(batch_size, n)?;
+        Ok(Self {
+            n,
+            batch_size,
+            seed,
+            order: None,
+        })
+    }
+
+    fn per_epoch(&self) -> u64 {
+        (self.n / self.batch_size) as u64
+    }
+
+    /// Item indices of batch `index` of epoch `epoch` (`index` below [`EpochOrder::per_epoch`]).
+    fn indices(&mut self, epoch: u64, index: u64) -> &[usize] {
+        if self.order.as_ref().is_none_or(|(e, _)| *e != epoch) {
+            self.order = Some((epoch, epoch_order(self.n, self.seed, epoch)));
+        }
+        let b = self.batch_size;
+        let start = index as usize * b;
+        let order = &self.order.as_ref().expect("set above").1;
+        &order[start..start + b]
+    }
+
+    /// [`EpochOrder::indices`], an index past the epoch refused.
+    fn checked(&mut self, epoch: u64, index: u64) -> Result<&[usize], RunError> {
+        let per_epoch = self.per_epoch();
+        if index >= per_epoch {
+            return Err(RunError::Batch(format!(
+                "batch {index} of an epoch of {per_epoch}"
+            )));
+        }
+        Ok(self.indices(epoch, index))
+    }
 }
 
 impl<D, B, I, O> DatasetBatches<D, B, I, O>
@@ -109,14 +155,11 @@ where
         seed: u64,
         device: &Device,
     ) -> Result<Self, RunError> {
-        check_batch_size(batch_size, dataset.len())?;
         Ok(Self {
+            order: EpochOrder::new(dataset.len(), batch_size, seed)?,
             dataset,
             batcher,
             device: device.clone(),
-            batch_size,
-            seed,
-            order: None,
             _items: PhantomData,
         })
     }
@@ -138,13 +181,7 @@ where
 
     /// Item indices of batch `index` of epoch `epoch`.
     pub fn indices(&mut self, epoch: u64, index: u64) -> &[usize] {
-        if self.order.as_ref().is_none_or(|(e, _)| *e != epoch) {
-            self.order = Some((epoch, epoch_order(self.dataset.len(), self.seed, epoch)));
-        }
-        let b = self.batch_size;
-        let start = index as usize * b;
-        let order = &self.order.as_ref().expect("set above").1;
-        &order[start..start + b]
+        self.order.indices(epoch, index)
     }
 }
 
@@ -156,19 +193,13 @@ where
     type Batch = O;
 
     fn batches_per_epoch(&self) -> Option<u64> {
-        Some((self.dataset.len() / self.batch_size) as u64)
+        Some(self.order.per_epoch())
     }
 
     fn batch(&mut self, epoch: u64, index: u64) -> Result<O, RunError> {
-        let per_epoch = (self.dataset.len() / self.batch_size) as u64;
-        if index >= per_epoch {
-            return Err(RunError::Batch(format!(
-                "batch {index} of an epoch of {per_epoch}"
-            )));
-        }
-        let idx = self.indices(epoch, index).to_vec();
+        let idx = self.order.checked(epoch, index)?;
         let mut items = Vec::with_capacity(idx.len());
-        for i in idx {
+        for &i in idx {
             items.push(
                 self.dataset
                     .get(i)
@@ -176,6 +207,39 @@ where
             );
         }
         Ok(self.batcher.batch(items, &self.device))
+    }
+}
+
+/// Minibatches by index: epoch `e` visits the items `0..n` in [`epoch_order`]`(n, seed, e)` in
+/// batches of `batch_size` (the last partial batch dropped), and `make(e, indices)` builds the
+/// batch of those items: a stage free to draw per item from keys of `(seed, e, item)`, such as
+/// data augmentation, so that a batch stays a pure function of `(epoch, index)`.
+pub struct IndexBatches<F> {
+    order: EpochOrder,
+    make: F,
+}
+
+impl<F> IndexBatches<F> {
+    /// Batches of `batch_size` of `n` items, shuffled with `seed`, built by `make`. Errors on
+    /// an empty batch size or one larger than `n`.
+    pub fn new(n: usize, batch_size: usize, seed: u64, make: F) -> Result<Self, RunError> {
+        Ok(Self {
+            order: EpochOrder::new(n, batch_size, seed)?,
+            make,
+        })
+    }
+}
+
+impl<T, F: FnMut(u64, &[usize]) -> Result<T, RunError>> BatchSource for IndexBatches<F> {
+    type Batch = T;
+
+    fn batches_per_epoch(&self) -> Option<u64> {
+        Some(self.order.per_epoch())
+    }
+
+    fn batch(&mut self, epoch: u64, index: u64) -> Result<T, RunError> {
+        let idx = self.order.checked(epoch, index)?;
+        (self.make)(epoch, idx)
     }
 }
 
@@ -212,5 +276,25 @@ mod tests {
         assert_eq!(b.batch(2, 1).unwrap(), epoch[3..6]);
         assert!(b.batch(2, 3).is_err());
         assert!(DatasetBatches::new(InMemDataset::new(vec![1u32]), Sum, 2, 0, &device).is_err());
+    }
+
+    #[test]
+    fn index_batches_hand_out_the_dataset_order_with_the_epoch() {
+        let data = InMemDataset::new((0..10u32).collect());
+        let device = Device::flex();
+        let mut by_item = DatasetBatches::new(data, Sum, 3, 5, &device).unwrap();
+        let mut by_index = IndexBatches::new(10, 3, 5, |e: u64, idx: &[usize]| {
+            Ok((e, idx.iter().map(|&i| i as u32).collect::<Vec<_>>()))
+        })
+        .unwrap();
+        assert_eq!(by_index.batches_per_epoch(), Some(3));
+        for (e, i) in [(2, 1), (0, 0), (2, 2), (7, 1)] {
+            assert_eq!(
+                by_index.batch(e, i).unwrap(),
+                (e, by_item.batch(e, i).unwrap())
+            );
+        }
+        assert!(by_index.batch(0, 3).is_err());
+        assert!(IndexBatches::new(3, 0, 1, |_: u64, _: &[usize]| Ok::<(), RunError>(())).is_err());
     }
 }

@@ -42,7 +42,7 @@ pub mod tensors;
 pub mod tuning;
 pub mod zarr;
 
-pub use batches::{BatchSource, DatasetBatches, Repeat};
+pub use batches::{BatchSource, DatasetBatches, IndexBatches, Repeat};
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use error::RunError;
 pub use observer::{Kept, Observer, Progress};

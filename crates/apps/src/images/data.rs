@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
-use burn::tensor::{Device, Int, Tensor};
+use burn::tensor::{Device, Tensor};
 use sgmcmc_data::augment::{self, Augment};
 use sgmcmc_data::cifar::{Cifar10, Cifar100};
 use sgmcmc_data::datasets::{ChannelBatcher, ImageItem};
 use sgmcmc_data::svhn::Svhn;
 use sgmcmc_data::{ImageData, Images};
-use sgmcmc_engine::{BatchSource, DatasetBatches, RunError};
+use sgmcmc_engine::{BatchSource, IndexBatches, RunError};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
@@ -287,53 +287,19 @@ impl TrainBatcher {
 
 /// The training batches: epoch `e` visits the images in the order `epoch_order(N, seed, e)`,
 /// each image augmented with the draw keyed by (seed, epoch, image index), normalised per
-/// channel. A pure function of (epoch, batch), so a resumed run sees the same batches.
-pub struct AugmentedBatches {
-    order: DatasetBatches<Arc<Images>, ChannelBatcher, ImageItem, (Tensor<4>, Tensor<1, Int>)>,
-    batcher: TrainBatcher,
-}
-
-impl AugmentedBatches {
-    /// Batches of `config.batch` training images of `data` on `device`.
-    pub fn new(
-        config: &ImagesConfig,
-        data: &ImagesData,
-        device: &Device,
-    ) -> Result<Self, AppError> {
-        let batcher = TrainBatcher::new(config, data, device);
-        Ok(Self {
-            order: DatasetBatches::new(
-                Arc::clone(&batcher.train),
-                data.normaliser.clone(),
-                config.batch,
-                config.seed,
-                device,
-            )?,
-            batcher,
-        })
-    }
-
-    /// The batcher behind the stream.
-    pub fn batcher(&self) -> &TrainBatcher {
-        &self.batcher
-    }
-}
-
-impl BatchSource for AugmentedBatches {
-    type Batch = Batch<Tensor<4>>;
-
-    fn batches_per_epoch(&self) -> Option<u64> {
-        self.order.batches_per_epoch()
-    }
-
-    fn batch(&mut self, epoch: u64, index: u64) -> Result<Self::Batch, RunError> {
-        let per_epoch = self.batches_per_epoch().unwrap_or(0);
-        if index >= per_epoch {
-            return Err(RunError::Batch(format!(
-                "batch {index} of an epoch of {per_epoch}"
-            )));
-        }
-        let idx = self.order.indices(epoch, index).to_vec();
-        self.batcher.batch_of(&idx, epoch)
-    }
+/// channel ([`IndexBatches`] with [`TrainBatcher::batch_of`] as its stage). A pure function of
+/// (epoch, batch), so a resumed run sees the same batches.
+pub fn augmented_batches(
+    config: &ImagesConfig,
+    data: &ImagesData,
+    device: &Device,
+) -> Result<impl BatchSource<Batch = Batch<Tensor<4>>> + Send + use<>, AppError> {
+    let batcher = TrainBatcher::new(config, data, device);
+    let stage = move |epoch: u64, idx: &[usize]| batcher.batch_of(idx, epoch);
+    Ok(IndexBatches::new(
+        data.train.len(),
+        config.batch,
+        config.seed,
+        stage,
+    )?)
 }

@@ -34,7 +34,7 @@ use crate::error::AppError;
 use crate::experiment::{NetExperiment, Schedule, Session, drive};
 use crate::images::Images;
 use crate::images::config::ImagesConfig;
-use crate::images::data::{AugmentedBatches, ImagesData, TrainBatcher};
+use crate::images::data::{ImagesData, TrainBatcher, augmented_batches};
 use crate::images::distributed::{ChainProbs, placed};
 use crate::images::eval::{
     Averages, Metrics, OodMetrics, metrics, ood_metrics, probabilities, reliability, sorted_entropy,
@@ -526,7 +526,7 @@ impl NetExperiment for Images {
                 })
             }),
         };
-        let batches = AugmentedBatches::new(config, data, device)?;
+        let batches = augmented_batches(config, data, device)?;
         let trace = if config.prefetch > 0 {
             let mut batches = Prefetch::new(batches, config.prefetch)?;
             drive(
