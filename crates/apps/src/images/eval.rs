@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_data::Images;
 use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_models::Network;
-use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, entropy, nll};
+use sgmcmc_models::metrics::{self, Bma, accuracy, brier, ece, entropy, nll};
 
 use crate::error::AppError;
 use crate::images::data::tensor;
@@ -117,22 +117,10 @@ pub fn sorted_entropy(probs: &[f64], k: usize) -> Vec<f64> {
 /// Reliability diagram: per confidence bin `(mean confidence, accuracy, count)` of the
 /// top-class predictions (empty bins left out).
 pub fn reliability(probs: &[f64], set: &Images) -> Vec<(f64, f64, usize)> {
-    let k = usize::from(set.classes);
-    let mut bins = vec![(0.0, 0.0, 0usize); ECE_BINS];
-    for (row, &y) in probs.chunks(k).zip(&set.labels) {
-        let (c, p) =
-            row.iter().enumerate().fold(
-                (0, f64::NEG_INFINITY),
-                |b, (i, &p)| if p > b.1 { (i, p) } else { b },
-            );
-        let b = ((p * ECE_BINS as f64) as usize).min(ECE_BINS - 1);
-        bins[b].0 += p;
-        bins[b].1 += f64::from(u8::from(c == usize::from(y)));
-        bins[b].2 += 1;
-    }
-    bins.into_iter()
-        .filter(|b| b.2 > 0)
-        .map(|(conf, acc, n)| (conf / n as f64, acc / n as f64, n))
+    let labels: Vec<usize> = set.labels.iter().map(|&l| usize::from(l)).collect();
+    metrics::reliability(probs, usize::from(set.classes), &labels, ECE_BINS)
+        .into_iter()
+        .map(|b| (b.confidence, b.accuracy, b.count))
         .collect()
 }
 
