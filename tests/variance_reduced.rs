@@ -173,6 +173,23 @@ mod modules {
         sgmcmc::models::Gaussian,
     >;
 
+    /// reSGLD x 2 at taus 1 and 10 and `lr`, snapshots every 5 steps when `control`, a
+    /// refresh from 4 draws every 10 steps.
+    fn vr_config(lr: f64, control: bool) -> VrConfig {
+        VrConfig {
+            replica: resgld([1.0, 10.0], lr),
+            control: control.then_some(ControlSettings {
+                period: 5,
+                coefficient: -1.0,
+                adapt: None,
+            }),
+            refresh: Some(VrRefresh {
+                every: 10,
+                draws: 4,
+            }),
+        }
+    }
+
     fn sampler(device: &Device) -> VarianceReduced<ModuleEnsemble<Linear, Post>> {
         sampler_of(device, false)
     }
@@ -189,18 +206,7 @@ mod modules {
         if sequential {
             ens = ens.sequential();
         }
-        let cfg = VrConfig {
-            replica: resgld([1.0, 10.0], 1e-6),
-            control: Some(ControlSettings {
-                period: 5,
-                coefficient: -1.0,
-                adapt: None,
-            }),
-            refresh: Some(VrRefresh {
-                every: 10,
-                draws: 4,
-            }),
-        };
+        let cfg = vr_config(1e-6, true);
         let (d1, d2) = (device.clone(), device.clone());
         VarianceReduced::new(
             cfg,
@@ -271,19 +277,7 @@ mod modules {
             let target = by_name("bimodal").unwrap().with_noise(noise).unwrap();
             let p = Particles::from_rows(&[vec![0.0], vec![1.0]], &device).unwrap();
             let ens = ModuleEnsemble::new(target, vec![p], 1).unwrap();
-            let cfg = VrConfig {
-                replica: resgld([1.0, 10.0], 1e-3),
-                control: control.then_some(ControlSettings {
-                    period: 5,
-                    coefficient: -1.0,
-                    adapt: None,
-                }),
-                refresh: Some(VrRefresh {
-                    every: 10,
-                    draws: 4,
-                }),
-            };
-            VarianceReduced::new(cfg, ens, Box::new(|_, _| ()), 1).map(drop)
+            VarianceReduced::new(vr_config(1e-3, control), ens, Box::new(|_, _| ()), 1).map(drop)
         };
         let e = build(0.5, true).unwrap_err().to_string();
         assert!(e.contains("energy noise"), "{e}");

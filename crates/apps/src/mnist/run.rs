@@ -428,7 +428,9 @@ impl NetExperiment for Mnist {
     ) -> Result<(), AppError> {
         let s = crate::mnist::report::write(dir, config, data, record, &device.to_string())?;
         let bma = if s.bma_models == 0 {
-            "no model averaged (no evaluation epoch past the burn-in and the initial networks: raise --epochs)".to_string()
+            "no model averaged (no evaluation epoch past the burn-in and the initial networks: \
+             raise --epochs)"
+                .to_string()
         } else {
             format!(
                 "BMA acc {:.4} (nll {:.4}, {:.1} effective of {} models)",
