@@ -11,9 +11,12 @@
 //! * [`Run`]: the loop (steps or epochs, burn-in, thinning, checkpoints, resume).
 //! * [`Observer`]: what a run reports to; [`observers`] has the ones the library ships.
 //! * [`BatchSource`]: minibatches by `(epoch, index)`; [`DatasetBatches`] over any burn
-//!   dataset, [`TensorBatches`] over in-memory `(x, y)` tensors, [`Repeat`] for toys,
-//!   [`Prefetch`] to prepare the next ones on a thread of their
-//!   own while the device steps.
+//!   dataset, [`TensorBatches`] over in-memory `(x, y)` tensors, [`IndexBatches`] for a stage
+//!   that builds a batch from its item indices and epoch (augmentation), [`Repeat`] for toys,
+//!   [`Prefetch`] to prepare the next ones on a thread of their own while the device steps.
+//! * Evaluation: [`observers::Evaluate`] scores every chain at chosen steps over the ranks and
+//!   folds the scores on rank 0; [`observers::ClassifierAverage`] and
+//!   [`observers::ModelAverage`] average the kept models.
 //! * [`Ranks`]: chains over the processes of `mpirun` (feature `mpi`), or one process, with
 //!   the cross-rank agreement, gathering and failure rules.
 //! * [`SavedPosterior`]: the models a run saved, loaded back to predict.
