@@ -201,7 +201,7 @@ where
         Command::VrResgld(a) => {
             let base = crate::vr::config_of(&a.args)?;
             fresh_run_dir(&a.args.out, a.force.force, crate::vr::FILES)?;
-            crate::vr::run_cli(&a.args, &base)
+            crate::vr::run_cli(&a.args, base)
         }
         Command::Uci(a) => crate::uci::run(&a),
         Command::Data(c) => crate::data_cmd::run(&c),

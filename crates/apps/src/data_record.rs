@@ -97,40 +97,48 @@ impl DataRecord {
     /// Checks that `now`, the data `--resume` read from the recorded folder, is the data the
     /// run started on.
     pub fn check(&self, now: &DataRecord) -> Result<(), AppError> {
-        if self.sha256 != now.sha256 {
-            return Err(AppError::Input(format!(
-                "--resume: the data in {} changed since the run started (SHA-256 {} then, {} \
-                 now); start a new run",
+        self.same_as(now, |then, found| {
+            format!(
+                "--resume: the data in {} changed since the run started (SHA-256 {then} then, \
+                 {found} now); start a new run",
                 self.dir.display(),
-                short(&self.sha256),
-                short(&now.sha256)
-            )));
-        }
-        Ok(())
+            )
+        })
     }
 
     /// Checks that `now`, the data a repeat of a run's `config.toml` (`path`) read, is the data
     /// that file records: a run repeated on other data would report its energies beside the
     /// recorded data set's figures.
     pub fn check_repeat(&self, now: &DataRecord, path: &Path) -> Result<(), AppError> {
-        if self.sha256 != now.sha256 {
-            return Err(AppError::Input(format!(
-                "{}: its [data] records SHA-256 {} (read from {}), but {} holds {}: the run \
-                 would not repeat; give the recorded data, or remove the [data] table to run \
-                 on other data",
+        self.same_as(now, |then, found| {
+            format!(
+                "{}: its [data] records SHA-256 {then} (read from {}), but {} holds {found}: \
+                 the run would not repeat; give the recorded data, or remove the [data] table \
+                 to run on other data",
                 path.display(),
-                short(&self.sha256),
                 self.dir.display(),
                 now.dir.display(),
-                short(&now.sha256)
-            )));
-        }
-        Ok(())
+            )
+        })
     }
-}
 
-fn short(sha: &str) -> &str {
-    &sha[..12.min(sha.len())]
+    /// `Ok` when `now` has this record's digest, else the input error `message(recorded,
+    /// found)` with both digests shortened.
+    fn same_as(
+        &self,
+        now: &DataRecord,
+        message: impl FnOnce(&str, &str) -> String,
+    ) -> Result<(), AppError> {
+        let short = |sha: &str| sha[..12.min(sha.len())].to_string();
+        if self.sha256 == now.sha256 {
+            Ok(())
+        } else {
+            Err(AppError::Input(message(
+                &short(&self.sha256),
+                &short(&now.sha256),
+            )))
+        }
+    }
 }
 
 /// Refuses a training set of `n` images smaller than one minibatch of `batch`.

@@ -295,8 +295,8 @@ pub fn run_distributed<E: NetExperiment>(
 }
 
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
-/// command's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, a progress bar,
-/// checkpoints carrying the session's meta, the early stop and the resume; rank 0 writes the
+/// command's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, a
+/// progress bar, checkpoints carrying the session's meta, the early stop and the resume; rank 0 writes the
 /// settings to `config.toml` before the first step. A divergence is reported by the rank that
 /// steps the chain ([`Ranks::settle`]). Returns every rank's trace, joined, on rank 0.
 pub fn drive<E, B>(

@@ -294,8 +294,7 @@ pub fn config_of(a: &VrArgs) -> Result<VrStudyConfig, AppError> {
 
 /// Runs VR-reSGLD (m = 40, F = 1), reSGLD (F = 100) and the variance study for m in {10, 40,
 /// 200}; prints a table, writes `summary.json`, `variance.csv`, `traces.csv` and `traces.png`.
-pub fn run_cli(a: &VrArgs, base: &VrStudyConfig) -> Result<(), AppError> {
-    let base = base.clone();
+pub fn run_cli(a: &VrArgs, base: VrStudyConfig) -> Result<(), AppError> {
     let d = data(base.n_data)?;
     let (t1, t2) = base.temperatures;
     let (exact, single) = exact_low_mode_mass(&d, t1, t2);

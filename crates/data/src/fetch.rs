@@ -67,8 +67,13 @@ pub fn table1() -> Vec<Known> {
 
 /// Hex SHA-256 of a file.
 pub fn sha256_file(path: &Path) -> Result<String, DataError> {
+    file_digest::<Sha256>(path)
+}
+
+/// Hex digest `D` (SHA-256, MD5) of a file.
+pub(crate) fn file_digest<D: Digest>(path: &Path) -> Result<String, DataError> {
     let bytes = fs::read(path).map_err(|e| io_or_missing(path, e))?;
-    Ok(hex(&Sha256::digest(&bytes)))
+    Ok(hex(&D::digest(&bytes)))
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {

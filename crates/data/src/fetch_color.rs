@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::cifar::{Cifar10, Cifar100};
 use crate::error::DataError;
-use crate::fetch::{commit_folder, download, hex, io_or_missing};
+use crate::fetch::{commit_folder, download, file_digest, hex, io_or_missing};
 use crate::images::Images;
 use crate::svhn::{SVHN_FILES, Svhn};
 
@@ -198,8 +198,7 @@ pub fn verify_color(dir: &Path, known: &ColorKnown) -> Result<String, DataError>
 
 /// Hex MD5 of a file.
 pub fn md5_file(path: &Path) -> Result<String, DataError> {
-    let bytes = fs::read(path).map_err(|e| io_or_missing(path, e))?;
-    Ok(hex(&Md5::digest(&bytes)))
+    file_digest::<Md5>(path)
 }
 
 /// Checks the downloaded `path` (upstream file `file`) against the MD5 `known` lists for it.

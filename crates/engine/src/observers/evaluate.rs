@@ -41,15 +41,19 @@ impl Scoring<'_> {
     /// Steps done when the scored models were current: the step's index for pre-move models,
     /// the run's steps for the end evaluation.
     pub fn steps_done(&self) -> u64 {
-        self.at.step + u64::from(self.end)
+        steps_done(self.at, self.end)
     }
 }
 
 impl<T> Scored<'_, T> {
     /// As [`Scoring::steps_done`].
     pub fn steps_done(&self) -> u64 {
-        self.at.step + u64::from(self.end)
+        steps_done(self.at, self.end)
     }
+}
+
+fn steps_done(at: &Progress, end: bool) -> u64 {
+    at.step + u64::from(end)
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -7,8 +7,8 @@
 //! option moves each chain's `c_p` toward its variance-minimising
 //! `c^_p = -Cov(L(B|x_p), L(B|x^_p)) / Var(L(B|x^_p))`, `c_p <- (1 - gamma) c_p + gamma c^_p`,
 //! from draws the caller supplies (one coefficient per chain, as the reference code keeps one
-//! per replica: the chains sit at different temperatures, so their regressions differ). Gradients are not
-//! variance-reduced. A snapshot belongs to its parameter set: since swaps exchange rungs and
+//! per replica: the chains sit at different temperatures, so their regressions differ).
+//! Gradients are not variance-reduced. A snapshot belongs to its parameter set: since swaps exchange rungs and
 //! not parameters, it stays with its chain.
 
 use serde::{Deserialize, Serialize};
