@@ -35,6 +35,7 @@ pub mod diagnostics;
 pub mod ensemble;
 pub mod error;
 pub mod kernel;
+pub mod optim;
 pub mod registry;
 pub mod rng;
 pub mod sampler;

@@ -16,6 +16,7 @@ mod snapshot;
 
 pub use host::{HostEnsemble, HostPoints, HostTarget};
 pub use kernel_row::{KernelRow, ParamRow, RowSwap, shifted};
+pub(crate) use module::draw_noise;
 pub use module::{ModuleEnsemble, NoiseSource, module_values, with_module_values};
 pub use snapshot::{ExactHostTarget, SnapshotEnergy};
 

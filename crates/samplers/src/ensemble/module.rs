@@ -12,6 +12,7 @@ mod running;
 mod state;
 
 pub use noise::NoiseSource;
+pub(crate) use noise::draw as draw_noise;
 
 pub use state::{module_values, with_module_values};
 

@@ -43,7 +43,7 @@ impl NoiseSource {
 
 /// Standard normal noise `[rows, cols]` for the chains of `rngs` (one row each): on the device
 /// when `on_device`, else row `r` from stream `r` on the host.
-pub(super) fn draw(
+pub(crate) fn draw(
     rngs: &mut [ChainRng],
     cols: usize,
     device: &Device,
