@@ -7,14 +7,16 @@
 //! from `$SGMCMC_DATA_DIR/digits` (else `../shared/datasets/digits`); without them the example
 //! makes learnable synthetic digits and says so.
 
-use std::path::{Path, PathBuf};
+#[path = "common/digits.rs"]
+mod digits;
+
+use std::path::Path;
 
 use sgmcmc::burn::module::Module;
 use sgmcmc::burn::nn::conv::Conv2dConfig;
 use sgmcmc::burn::nn::pool::MaxPool2dConfig;
 use sgmcmc::burn::nn::{LinearConfig, PaddingConfig2d};
-use sgmcmc::burn::tensor::{Device, Int, Tensor, TensorData, activation};
-use sgmcmc::data::digits::{Digits, write_synthetic};
+use sgmcmc::burn::tensor::{Device, Tensor, activation};
 use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, SampleFormat, SampleSaver};
 use sgmcmc::engine::safetensors::Parameters;
 use sgmcmc::engine::{BatchSource, Run, SavedPosterior, Shuffle, TensorBatches, init};
@@ -22,6 +24,8 @@ use sgmcmc::models::ModelPosterior;
 use sgmcmc::nn::{Conv2d, Linear, MaxPool2d, categorical, probabilities};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
+
+use digits::{digits, tensors};
 
 /// The network: conv 3x3 (16 channels), ReLU, 2x2 max pool, dense to 10 classes; burn's
 /// layers as `sgmcmc::nn` wraps them (one fast operation each when training on flex).
@@ -59,39 +63,6 @@ fn predict(net: &Cnn, x: &Tensor<4>) -> Result<Vec<f64>, String> {
     probabilities(net.valid().forward(x.clone().inner()))
 }
 
-/// The digits as tensors: images `[n, 1, 8, 8]` in `[0, 1]` and labels.
-fn tensors(d: &Digits, device: &Device) -> (Tensor<4>, Tensor<1, Int>) {
-    let n = d.len();
-    let x = Tensor::from_data(TensorData::new(d.features(), [n, 1, 8, 8]), device);
-    let labels: Vec<i64> = d.labels.iter().map(|&l| i64::from(l)).collect();
-    (x, Tensor::from_data(TensorData::new(labels, [n]), device))
-}
-
-/// The real digits, else synthetic ones written under `target/classifier` with a fifth of the
-/// labels replaced at random (the synthetic classes alone are separable without error, which
-/// leaves a classifier nothing to be uncertain about).
-fn digits() -> Result<Digits, Box<dyn std::error::Error>> {
-    let root = std::env::var_os("SGMCMC_DATA_DIR")
-        .map_or_else(|| PathBuf::from("../shared/datasets"), PathBuf::from);
-    if let Ok(d) = Digits::load(&root.join("digits")) {
-        return Ok(d);
-    }
-    let dir = Path::new("target/classifier/synthetic-digits");
-    println!(
-        "notice: no digits under {} (set SGMCMC_DATA_DIR); using 1000 synthetic ones",
-        root.display()
-    );
-    write_synthetic(dir, 1000, 3)?;
-    let mut d = Digits::load(dir)?;
-    for (i, label) in d.labels.iter_mut().enumerate() {
-        let h = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-        if h.is_multiple_of(5) {
-            *label = ((u64::from(*label) + 1 + (h >> 8) % 9) % 10) as u8;
-        }
-    }
-    Ok(d)
-}
-
 /// What one sampler gave: the model average's scores, the last sample's, and the largest
 /// difference between the run's averaged probabilities and those of the saved posterior.
 pub struct Outcome {
@@ -104,7 +75,7 @@ pub struct Outcome {
 /// Samples with SGHMC and cyclical SGHMC, 2 chains each, 40 epochs of batches of 64.
 pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
     let device = Device::flex().autodiff();
-    let (train, test) = digits()?.split(0.2, 0)?;
+    let (train, test) = digits(Path::new("target/classifier"))?.split(0.2, 0)?;
     let (x, y) = tensors(&train, &device);
     let (x_test, _) = tensors(&test, &device);
     let n = train.len();

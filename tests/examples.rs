@@ -33,3 +33,40 @@ fn the_classifiers_model_average_beats_its_last_sample_and_reloads_to_the_same_p
         assert!(o.reloaded_difference < 1e-6, "{}", o.reloaded_difference);
     }
 }
+
+#[path = "../examples/last_layer.rs"]
+mod last_layer;
+
+#[test]
+fn sampling_the_last_layer_of_a_pretrained_network_calibrates_it_under_noise() {
+    // A point estimate trained to overfitting, its head sampled by SGHMC and by cyclical SGHMC
+    // x 2 with the backbone frozen. On test digits under pixel noise the point estimate is
+    // overconfident (ECE 0.22 at 76% accuracy) and the model average of the kept heads less so
+    // (0.17 and 0.16). Across 6 pretraining seeds both samplers lowered the noisy ECE every
+    // time (by 0.005 to 0.07; NLL in 9 of 12); this seed's margins are 0.05 and 0.06. The
+    // backbone has not moved by a bit, and the heads were kept.
+    let outcomes = last_layer::run(40).unwrap();
+    let point = &outcomes[0];
+    for o in &outcomes[1..] {
+        println!(
+            "{}: noisy ece {:.4} (point {:.4}), nll {:.4} (point {:.4}); clean nll {:.4} \
+             (point {:.4}); {} heads",
+            o.method,
+            o.shifted.ece,
+            point.shifted.ece,
+            o.shifted.nll,
+            point.shifted.nll,
+            o.clean.nll,
+            point.clean.nll,
+            o.kept
+        );
+        assert!(o.shifted.ece < point.shifted.ece - 0.02, "{}", o.method);
+        assert!(o.shifted.nll < point.shifted.nll, "{}", o.method);
+        assert!(o.kept >= 20, "{}: {} heads kept", o.method, o.kept);
+        assert_eq!(
+            o.backbone_change, 0.0,
+            "{}: the frozen backbone moved",
+            o.method
+        );
+    }
+}
