@@ -28,7 +28,11 @@ use sgmcmc::burn::nn::LinearConfig;
 use sgmcmc::burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use sgmcmc::burn::store::{ModuleSnapshot, SafetensorsStore};
 use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor, TensorData, activation};
-use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores};
+use sgmcmc::engine::SavedPosterior;
+use sgmcmc::engine::observers::{
+    ClassifierAverage, ClassifierScores, Keeper, SampleFormat, SampleSaver,
+};
+use sgmcmc::engine::safetensors::Parameters;
 use sgmcmc::nn::{Linear, categorical_nll, probabilities};
 use sgmcmc::samplers::control::Phase;
 use sgmcmc::samplers::optim::SghmcConfig;
@@ -148,27 +152,6 @@ fn load(file: &Path, device: &Device) -> Result<Net, Error> {
     Ok(net)
 }
 
-/// Model averages on the test digits and on the same digits under pixel noise.
-struct Averages {
-    clean: ClassifierAverage<()>,
-    shifted: ClassifierAverage<()>,
-}
-
-impl Averages {
-    fn new() -> Self {
-        Self {
-            clean: ClassifierAverage::new(10, ()),
-            shifted: ClassifierAverage::new(10, ()),
-        }
-    }
-
-    fn add(&mut self, net: &Net, data: &Data) -> Result<(), Error> {
-        self.clean.add_log(0.0, &predict(net, &data.x_test)?)?;
-        self.shifted.add_log(0.0, &predict(net, &data.x_shift)?)?;
-        Ok(())
-    }
-}
-
 /// How one approach scores on the test digits, clean and under pixel noise.
 pub struct Outcome {
     pub method: &'static str,
@@ -179,24 +162,9 @@ pub struct Outcome {
     /// The largest change of any backbone feature on the test images after sampling: 0 for a
     /// frozen backbone.
     pub backbone_change: f64,
-}
-
-impl Outcome {
-    fn new(
-        method: &'static str,
-        a: &Averages,
-        labels: &[u8],
-        kept: usize,
-        change: f64,
-    ) -> Result<Self, Error> {
-        Ok(Self {
-            method,
-            clean: a.clean.scores(labels)?,
-            shifted: a.shifted.scores(labels)?,
-            kept,
-            backbone_change: change,
-        })
-    }
+    /// The largest difference between the averaged test probabilities of the run and those of
+    /// the saved heads loaded back into the pretrained network.
+    pub reloaded_difference: f64,
 }
 
 /// Standard deviation of the Gaussian pixel noise of the shifted test set (pixels in [0, 1]).
@@ -224,80 +192,91 @@ pub fn run(epochs: u64) -> Result<Vec<Outcome>, Error> {
     let checkpoint = out.join("pretrained.safetensors");
     pretrain(&data, &checkpoint)?;
 
-    let mut point = Averages::new();
-    point.add(&load(&checkpoint, &device)?, &data)?;
-    let mut outcomes = vec![Outcome::new(
-        "point estimate",
-        &point,
-        &test.labels,
-        1,
-        0.0,
-    )?];
+    let pretrained = load(&checkpoint, &device)?;
+    let mut clean = ClassifierAverage::new(10, |net: &Net| predict(net, &data.x_test));
+    let mut noisy = ClassifierAverage::new(10, |net: &Net| predict(net, &data.x_shift));
+    let mut keeper = Keeper::new(0, 1, 0)?.to(&mut clean).to(&mut noisy);
+    keeper.keep(&pretrained)?;
+    drop(keeper);
+    let mut outcomes = vec![Outcome {
+        method: "point estimate",
+        clean: clean.scores(&test.labels)?,
+        shifted: noisy.scores(&test.labels)?,
+        kept: 1,
+        backbone_change: 0.0,
+        reloaded_difference: 0.0,
+    }];
     let features = |net: &Net| net.backbone.valid().forward(data.x_test.clone().inner());
-    let pretrained = features(&load(&checkpoint, &device)?);
+    let before = features(&pretrained);
 
     let steps = epochs * n.div_ceil(BATCH) as u64;
     // The mean loss's learning rate; a unit Gaussian prior on the head (weight decay 1 / N).
     let (eta, wd) = (0.05, 1.0 / n as f64);
     for (method, chains) in [("SGHMC", 1), ("cSGHMC x 2", 2)] {
+        let mut clean = ClassifierAverage::new(10, |net: &Net| predict(net, &data.x_test));
+        let mut noisy = ClassifierAverage::new(10, |net: &Net| predict(net, &data.x_shift));
+        // Only the parameters that were sampled (the head's): those that require gradients.
         let dir = out.join(method.replace(' ', ""));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        let mut bma = Averages::new();
+        let mut saver =
+            SampleSaver::new(&dir).format(SampleFormat::Safetensors(Parameters::Sampled));
+        saver.open(true)?;
         let mut backbone_change = 0.0f64;
         for chain in 0..chains {
-            let seed = 10 + chain;
+            let seed = 10 + chain as u64;
             let mut optim = SghmcConfig::new(n)
                 .with_momentum(0.9)
                 .with_weight_decay(wd)
                 .with_seed(seed)
                 .init()?;
             // SGHMC: constant eta, the second half kept. cSGHMC: 4 cosine cycles from 2 eta,
-            // the last quarter of each kept.
-            let mut schedule: Option<ScheduledLr> = (chains > 1)
-                .then(|| {
-                    CyclicalLrSchedulerConfig::new(2.0 * eta, steps, 4)
-                        .with_sampling_threshold(0.75)
-                        .init()
-                })
-                .transpose()?;
-            let mut k = 0u64;
-            let mut lr = || {
-                k += 1;
-                match schedule.as_mut() {
-                    Some(s) => {
-                        let phase = s.phase();
-                        (s.step(), phase)
-                    }
-                    None if k > steps / 2 => (eta, Phase::Sampling),
-                    None => (eta, Phase::Exploration),
-                }
+            // the last quarter of each kept. Every 10th step of those.
+            let (mut schedule, burn_in): (Option<ScheduledLr>, u64) = if chains > 1 {
+                let s = CyclicalLrSchedulerConfig::new(2.0 * eta, steps, 4)
+                    .with_sampling_threshold(0.75)
+                    .init()?;
+                (Some(s), 0)
+            } else {
+                (None, steps / 2)
             };
-            let mut kept = 0;
-            let mut keep = |net: &Net, phase: Phase| -> Result<(), Error> {
-                kept += 1;
-                if phase == Phase::Sampling && kept % 10 == 0 {
-                    bma.add(net, &data)?;
-                    let file = dir.join(format!("chain{chain}-{kept:05}.safetensors"));
-                    net.head.save_into(&mut SafetensorsStore::from_file(file))?;
+            let mut lr = || match schedule.as_mut() {
+                Some(s) => {
+                    let phase = s.phase();
+                    (s.step(), phase)
                 }
-                Ok(())
+                None => (eta, Phase::Sampling),
             };
+            let mut keeper = Keeper::new(burn_in, 10, chain)?
+                .to(&mut clean)
+                .to(&mut noisy)
+                .to(&mut saver);
             let mut net = load(&checkpoint, &device)?;
             for e in 0..epochs {
-                net = epoch(net, &data, &mut optim, &mut lr, (seed, e), &mut keep)?;
+                let mut after = |net: &Net, phase| Ok(keeper.after_step(net, phase).map(drop)?);
+                net = epoch(net, &data, &mut optim, &mut lr, (seed, e), &mut after)?;
             }
-            let change = (features(&net) - pretrained.clone()).abs().max();
+            keeper.finish()?;
+            let change = (features(&net) - before.clone()).abs().max();
             backbone_change = backbone_change.max(change.into_scalar::<f64>());
         }
-        let kept = std::fs::read_dir(&dir)?.count();
-        outcomes.push(Outcome::new(
+        // The saved heads, loaded back into the pretrained network, predict as the run did.
+        let saved = SavedPosterior::open(&dir)?;
+        let again = saved.average(&pretrained, |net| predict(net, &data.x_test))?;
+        let (run_p, saved_p) = clean
+            .probabilities()
+            .zip(again.mean())
+            .ok_or("no head kept")?;
+        let reloaded_difference = run_p
+            .iter()
+            .zip(&saved_p)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        outcomes.push(Outcome {
             method,
-            &bma,
-            &test.labels,
-            kept,
+            clean: clean.scores(&test.labels)?,
+            shifted: noisy.scores(&test.labels)?,
+            kept: saved.len(),
             backbone_change,
-        )?);
+            reloaded_difference,
+        });
     }
     Ok(outcomes)
 }
@@ -309,11 +288,18 @@ fn main() -> Result<(), Error> {
         "{:<15} {:>5} | {:>7} {:>7} {:>7} | {:>7} {:>7} {:>7} {:>7}",
         "test digits:", "heads", "acc", "nll", "ece", "noisy:", "acc", "nll", "ece"
     );
-    for o in outcomes {
+    for o in &outcomes {
         let (c, s) = (&o.clean, &o.shifted);
         println!(
             "{:<15} {:>5} | {:>7.4} {:>7.4} {:>7.4} | {:>7} {:>7.4} {:>7.4} {:>7.4}",
             o.method, o.kept, c.accuracy, c.nll, c.ece, "", s.accuracy, s.nll, s.ece
+        );
+    }
+    for o in &outcomes[1..] {
+        println!(
+            "{}: the saved heads reloaded predict within {:.1e} of the run; the backbone moved \
+             by {:.1e}",
+            o.method, o.reloaded_difference, o.backbone_change
         );
     }
     Ok(())

@@ -2,11 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::collect::LogWeightedMean;
-use sgmcmc_samplers::ensemble::Ensemble;
-use sgmcmc_samplers::sampler::Sampler;
 
+use super::keep::{Keep, KeptModel, observe_by_keeping};
 use crate::error::RunError;
-use crate::observer::{Kept, Observer, Progress, decode, encode};
 
 /// `sum_s w_s f(theta_s) / sum_s w_s` over the kept models `theta_s` of every target chain,
 /// with `w_s` the importance weight of the point (1 for plain samplers, `theta[J]^zeta` for
@@ -60,48 +58,16 @@ impl<F> ModelAverage<F> {
     }
 }
 
-/// Each kept target chain's model with its log weight, in chain order; an error where the
-/// ensemble does not host one chain per module (a model average needs networks, not toy rows).
-pub(super) fn kept_models<'k, M>(
-    kept: &'k Kept<'_, Vec<M>>,
-) -> impl Iterator<Item = Result<(&'k M, f64), RunError>> + 'k {
-    kept.chains.iter().map(move |&c| {
-        let model = kept.points.get(kept.index(c)).ok_or_else(|| {
-            RunError::Observer(format!(
-                "a model average needs one chain per module ({} modules, chain {c})",
-                kept.points.len(),
-            ))
-        })?;
-        Ok((model, kept.log_weights[c]))
-    })
-}
-
-impl<S, M, F> Observer<S> for ModelAverage<F>
+impl<M, F> Keep<M> for ModelAverage<F>
 where
-    S: Sampler,
-    S::Ensemble: Ensemble<Snapshot = Vec<M>>,
     F: FnMut(&M) -> Result<Vec<f64>, String>,
 {
-    fn wants_points(&self) -> bool {
-        true
-    }
-
-    fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        for model in kept_models(kept) {
-            let (model, log_w) = model?;
-            let p = (self.predict)(model).map_err(RunError::Observer)?;
-            self.state.mean.add_log(log_w, &p);
-            self.state.last = Some(p);
-        }
-        Ok(())
-    }
-
-    fn save(&self) -> Result<Vec<u8>, RunError> {
-        encode(&self.state)
-    }
-
-    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.state = decode(state)?;
+    fn keep(&mut self, kept: KeptModel<'_, M>) -> Result<(), RunError> {
+        let p = (self.predict)(kept.model).map_err(RunError::Observer)?;
+        self.state.mean.add_log(kept.log_weight, &p);
+        self.state.last = Some(p);
         Ok(())
     }
 }
+
+observe_by_keeping!(ModelAverage);

@@ -7,12 +7,9 @@ use sgmcmc_models::metrics::{
     nll, reliability,
 };
 use sgmcmc_samplers::collect::LogWeightedMean;
-use sgmcmc_samplers::ensemble::Ensemble;
-use sgmcmc_samplers::sampler::Sampler;
 
-use super::average::kept_models;
+use super::keep::{Keep, KeptModel, observe_by_keeping};
 use crate::error::RunError;
-use crate::observer::{Kept, Observer, Progress, decode, encode};
 
 /// Confidence bins of the expected calibration error and the reliability diagram (the 15 of
 /// Guo et al. 2017, as the papers' tables use).
@@ -209,34 +206,18 @@ fn score(
     })
 }
 
-impl<S, M, F> Observer<S> for ClassifierAverage<F>
+impl<M, F> Keep<M> for ClassifierAverage<F>
 where
-    S: Sampler,
-    S::Ensemble: Ensemble<Snapshot = Vec<M>>,
     F: FnMut(&M) -> Result<Vec<f64>, String>,
 {
-    fn wants_points(&self) -> bool {
-        true
-    }
-
-    fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        for model in kept_models(kept) {
-            let (model, log_w) = model?;
-            let probs = (self.predict)(model).map_err(RunError::Observer)?;
-            self.add_log(log_w, &probs).map_err(RunError::Observer)?;
-        }
-        Ok(())
-    }
-
-    fn save(&self) -> Result<Vec<u8>, RunError> {
-        encode(&self.state)
-    }
-
-    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.state = decode(state)?;
-        Ok(())
+    fn keep(&mut self, kept: KeptModel<'_, M>) -> Result<(), RunError> {
+        let probs = (self.predict)(kept.model).map_err(RunError::Observer)?;
+        self.add_log(kept.log_weight, &probs)
+            .map_err(RunError::Observer)
     }
 }
+
+observe_by_keeping!(ClassifierAverage);
 
 #[cfg(test)]
 mod tests {

@@ -11,12 +11,19 @@
 //! | [`SampleSaver`] | saves kept models as burn records or safetensors files with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |
 //! | [`OnStep`], [`OnSample`] | closures | - |
+//!
+//! The model averages and the sample saver also take models one at a time ([`Keep`]), so a burn
+//! training loop that steps with the SG-MCMC optimizers (`sgmcmc_samplers::optim`) keeps its
+//! samples through the same code: a [`Keeper`] counts the loop's steps, applies burn-in,
+//! thinning and the sampling phase, and hands each kept model to them
+//! (`examples/last_layer.rs`).
 
 mod average;
 mod classifier;
 mod closure;
 mod evaluate;
 mod guard;
+mod keep;
 mod metrics;
 mod progress;
 mod samples;
@@ -28,6 +35,7 @@ pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodD
 pub use closure::{OnSample, OnStep};
 pub use evaluate::{Evaluate, Scored, Scoring};
 pub use guard::{BLOW_UP, DivergenceGuard};
+pub use keep::{Keep, Keeper, KeptModel};
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
 pub use samples::{SAMPLES_INDEX, SampleFormat, SampleSaver};

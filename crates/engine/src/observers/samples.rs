@@ -6,6 +6,7 @@ use burn::module::Module;
 use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::Sampler;
 
+use super::keep::{Keep, KeptModel, keep_all};
 use crate::error::RunError;
 use crate::fs::{create_dir, write_atomic};
 use crate::observer::{Kept, Observer, Progress, decode, encode};
@@ -98,6 +99,71 @@ impl SampleSaver {
     }
 }
 
+impl SampleSaver {
+    /// Creates the folder; for a fresh run (`fresh`, and nothing saved yet) removes an earlier
+    /// run's samples from it, which would otherwise join this one's. A `Run` calls it at its
+    /// start; a training loop calls it before its first [`Keep::keep`].
+    pub fn open(&mut self, fresh: bool) -> Result<(), RunError> {
+        create_dir(&self.dir)?;
+        if fresh && self.rows.is_empty() {
+            self.remove_earlier_samples()?;
+        }
+        Ok(())
+    }
+}
+
+impl<M: Module> Keep<M> for SampleSaver {
+    fn keep(&mut self, kept: KeptModel<'_, M>) -> Result<(), RunError> {
+        let KeptModel {
+            model,
+            step,
+            chain,
+            log_weight,
+        } = kept;
+        let stem = format!("step-{step:09}-chain-{chain}");
+        let (burn, open) = match self.format {
+            SampleFormat::Burn => (true, None),
+            SampleFormat::Safetensors(p) => (false, Some(p)),
+            SampleFormat::Both(p) => (true, Some(p)),
+        };
+        if let Some(which) = open {
+            let tensors = safetensors::named_parameters(model, which)?;
+            let metadata = [
+                ("step", step.to_string()),
+                ("chain", chain.to_string()),
+                ("log_weight", log_weight.to_string()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            let path = self.dir.join(format!("{stem}.safetensors"));
+            safetensors::write(&path, &tensors, &metadata)?;
+        }
+        let file = if burn {
+            let bytes = model
+                .clone()
+                .into_record()
+                .into_bytes()
+                .map_err(|e| RunError::Observer(format!("cannot encode a sample: {e:?}")))?;
+            write_atomic(&self.dir.join(format!("{stem}.bpk")), &bytes)?;
+            format!("{stem}.bpk")
+        } else {
+            format!("{stem}.safetensors")
+        };
+        self.rows.push(SampleRow {
+            step,
+            chain,
+            log_weight,
+            file,
+        });
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), RunError> {
+        self.write_index()
+    }
+}
+
 impl<S, M> Observer<S> for SampleSaver
 where
     S: Sampler,
@@ -109,60 +175,11 @@ where
     }
 
     fn on_start(&mut self, at: &Progress, _: &S) -> Result<(), RunError> {
-        create_dir(&self.dir)?;
-        // A fresh run in a reused folder: an earlier run's models would join this one's.
-        if at.step == 0 && self.rows.is_empty() {
-            self.remove_earlier_samples()?;
-        }
-        Ok(())
+        self.open(at.step == 0)
     }
 
     fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        for &c in kept.chains {
-            if kept.index(c) >= kept.points.len() {
-                return Err(RunError::Observer(
-                    "saving samples needs one chain per module".into(),
-                ));
-            }
-            let model = &kept.points[kept.index(c)];
-            let stem = format!("step-{:09}-chain-{c}", kept.step);
-            let log_weight = kept.log_weights[c];
-            let (burn, open) = match self.format {
-                SampleFormat::Burn => (true, None),
-                SampleFormat::Safetensors(p) => (false, Some(p)),
-                SampleFormat::Both(p) => (true, Some(p)),
-            };
-            if let Some(which) = open {
-                let tensors = safetensors::named_parameters(model, which)?;
-                let metadata = [
-                    ("step", kept.step.to_string()),
-                    ("chain", c.to_string()),
-                    ("log_weight", log_weight.to_string()),
-                ]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect();
-                let path = self.dir.join(format!("{stem}.safetensors"));
-                safetensors::write(&path, &tensors, &metadata)?;
-            }
-            let file = if burn {
-                let bytes =
-                    model.clone().into_record().into_bytes().map_err(|e| {
-                        RunError::Observer(format!("cannot encode a sample: {e:?}"))
-                    })?;
-                write_atomic(&self.dir.join(format!("{stem}.bpk")), &bytes)?;
-                format!("{stem}.bpk")
-            } else {
-                format!("{stem}.safetensors")
-            };
-            self.rows.push(SampleRow {
-                step: kept.step,
-                chain: c,
-                log_weight,
-                file,
-            });
-        }
-        Ok(())
+        keep_all(self, kept)
     }
 
     fn flush(&mut self) -> Result<(), RunError> {
