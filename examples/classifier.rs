@@ -84,6 +84,7 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
         let mut batches = TensorBatches::new(x.clone(), y.clone(), 64, 7, Shuffle::PerEpoch)?;
         let epochs = 40;
         let steps = epochs * batches.batches_per_epoch().unwrap_or(1);
+        // ANCHOR: sampling
         // The step size of the mean loss (lr = 0.05 / N on the energy, the sum over the data).
         let mut settings = SamplerSettings::named(sampler).mean_loss(0.05, n);
         // Cyclical: 4 cosine cycles of 10 epochs, the second half of each sampled.
@@ -108,6 +109,7 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
             .observe(&mut saver)
             .run(&mut s, &mut batches)?;
         let saved = SavedPosterior::open(&dir)?;
+        // ANCHOR_END: sampling
         let again = saved.average(&Cnn::new(&device.clone().inner()), |net| {
             predict(net, &x_test)
         })?;

@@ -109,6 +109,7 @@ fn epoch(
     for batch in order.chunks(BATCH) {
         let idx =
             Tensor::<1, Int>::from_data(TensorData::new(batch.to_vec(), [batch.len()]), &device);
+        // ANCHOR: step
         let logits = net.forward(data.x.clone().select(0, idx.clone()));
         let loss =
             categorical_nll(logits, &data.y.clone().select(0, idx)).div_scalar(batch.len() as f64);
@@ -116,6 +117,7 @@ fn epoch(
         let (eta, phase) = lr();
         net = optim.step(eta, net, grads);
         after(&net, phase)?;
+        // ANCHOR_END: step
     }
     Ok(net)
 }
@@ -146,9 +148,11 @@ fn pretrain(data: &Data, file: &Path) -> Result<(), Error> {
 
 /// The pretrained network from `file` with its backbone frozen.
 fn load(file: &Path, device: &Device) -> Result<Net, Error> {
+    // ANCHOR: freeze
     let mut net = Net::new(device);
     net.load_from(&mut SafetensorsStore::from_file(file))?;
     net.backbone = net.backbone.no_grad();
+    // ANCHOR_END: freeze
     Ok(net)
 }
 
@@ -219,21 +223,24 @@ pub fn run(epochs: u64) -> Result<Vec<Outcome>, Error> {
         let dir = out.join(method.replace(' ', ""));
         let mut saver =
             SampleSaver::new(&dir).format(SampleFormat::Safetensors(Parameters::Sampled));
-        saver.open(true)?;
         let mut backbone_change = 0.0f64;
         for chain in 0..chains {
             let seed = 10 + chain as u64;
+            // ANCHOR: optimizer
             let mut optim = SghmcConfig::new(n)
                 .with_momentum(0.9)
                 .with_weight_decay(wd)
                 .with_seed(seed)
                 .init()?;
+            // ANCHOR_END: optimizer
             // SGHMC: constant eta, the second half kept. cSGHMC: 4 cosine cycles from 2 eta,
             // the last quarter of each kept. Every 10th step of those.
             let (mut schedule, burn_in): (Option<ScheduledLr>, u64) = if chains > 1 {
+                // ANCHOR: schedule
                 let s = CyclicalLrSchedulerConfig::new(2.0 * eta, steps, 4)
                     .with_sampling_threshold(0.75)
                     .init()?;
+                // ANCHOR_END: schedule
                 (Some(s), 0)
             } else {
                 (None, steps / 2)
@@ -245,10 +252,12 @@ pub fn run(epochs: u64) -> Result<Vec<Outcome>, Error> {
                 }
                 None => (eta, Phase::Sampling),
             };
+            // ANCHOR: keeper
             let mut keeper = Keeper::new(burn_in, 10, chain)?
                 .to(&mut clean)
                 .to(&mut noisy)
                 .to(&mut saver);
+            // ANCHOR_END: keeper
             let mut net = load(&checkpoint, &device)?;
             for e in 0..epochs {
                 let mut after = |net: &Net, phase| Ok(keeper.after_step(net, phase).map(drop)?);

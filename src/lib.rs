@@ -24,3 +24,9 @@ pub use sgmcmc_samplers as samplers;
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's own programs (book/src), compiled and run as doctests. Its other chapters show
+/// the README's program and the examples' code, included by mdBook from those files.
+#[doc = include_str!("../book/src/tutorial/own-model.md")]
+#[cfg(doctest)]
+pub struct BookOwnModelDoctests;

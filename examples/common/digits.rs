@@ -1,4 +1,5 @@
 //! The handwritten digits the classifier examples train on, and their tensors.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

@@ -32,6 +32,8 @@ pub mod checkpoint_parts;
 pub mod error;
 pub mod fs;
 pub mod init;
+#[cfg(feature = "learner")]
+pub mod learner;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod observer;

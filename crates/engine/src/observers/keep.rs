@@ -3,6 +3,8 @@
 //! burn training loop that steps with the SG-MCMC optimizers (`sgmcmc_samplers::optim`) through
 //! a [`Keeper`].
 
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
 use sgmcmc_samplers::control::Phase;
 
 use crate::error::RunError;
@@ -30,6 +32,34 @@ pub trait Keep<M> {
     fn flush(&mut self) -> Result<(), RunError> {
         Ok(())
     }
+}
+
+/// A keeper borrowed for a training loop (`Keeper::to(&mut average)`).
+impl<M, K: Keep<M> + ?Sized> Keep<M> for &mut K {
+    fn keep(&mut self, kept: KeptModel<'_, M>) -> Result<(), RunError> {
+        (**self).keep(kept)
+    }
+
+    fn flush(&mut self) -> Result<(), RunError> {
+        (**self).flush()
+    }
+}
+
+/// A keeper shared with a model that outlives the loop's borrows (burn-train's `Learner`
+/// clones its model and keeps it): the caller keeps one handle and reads the average from it.
+impl<M, K: Keep<M> + ?Sized> Keep<M> for Arc<Mutex<K>> {
+    fn keep(&mut self, kept: KeptModel<'_, M>) -> Result<(), RunError> {
+        lock(self).keep(kept)
+    }
+
+    fn flush(&mut self) -> Result<(), RunError> {
+        lock(self).flush()
+    }
+}
+
+/// The value behind a shared keeper, also after a panic elsewhere poisoned its lock.
+pub fn lock<K: ?Sized>(shared: &Mutex<K>) -> MutexGuard<'_, K> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Each kept target chain's model at a step of a `Run`, in chain order; an error where the
@@ -71,7 +101,7 @@ pub struct Keeper<'k, M> {
     chain: usize,
     step: u64,
     kept: usize,
-    keepers: Vec<&'k mut dyn Keep<M>>,
+    keepers: Vec<Box<dyn Keep<M> + Send + 'k>>,
 }
 
 impl<'k, M> Keeper<'k, M> {
@@ -90,9 +120,9 @@ impl<'k, M> Keeper<'k, M> {
         })
     }
 
-    /// Adds a keeper.
-    pub fn to(mut self, keeper: &'k mut dyn Keep<M>) -> Self {
-        self.keepers.push(keeper);
+    /// Adds a keeper: borrowed (`&mut average`) or shared (`Arc<Mutex<_>>`).
+    pub fn to(mut self, keeper: impl Keep<M> + Send + 'k) -> Self {
+        self.keepers.push(Box::new(keeper));
         self
     }
 

@@ -23,7 +23,7 @@ mod classifier;
 mod closure;
 mod evaluate;
 mod guard;
-mod keep;
+pub(crate) mod keep;
 mod metrics;
 mod progress;
 mod samples;
@@ -35,7 +35,7 @@ pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodD
 pub use closure::{OnSample, OnStep};
 pub use evaluate::{Evaluate, Scored, Scoring};
 pub use guard::{BLOW_UP, DivergenceGuard};
-pub use keep::{Keep, Keeper, KeptModel};
+pub use keep::{Keep, Keeper, KeptModel, lock};
 pub use metrics::MetricsCsv;
 pub use progress::ProgressReport;
 pub use samples::{SAMPLES_INDEX, SampleFormat, SampleSaver};

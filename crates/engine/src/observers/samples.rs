@@ -102,7 +102,7 @@ impl SampleSaver {
 impl SampleSaver {
     /// Creates the folder; for a fresh run (`fresh`, and nothing saved yet) removes an earlier
     /// run's samples from it, which would otherwise join this one's. A `Run` calls it at its
-    /// start; a training loop calls it before its first [`Keep::keep`].
+    /// start; [`Keep::keep`] at the first model it saves.
     pub fn open(&mut self, fresh: bool) -> Result<(), RunError> {
         create_dir(&self.dir)?;
         if fresh && self.rows.is_empty() {
@@ -114,6 +114,10 @@ impl SampleSaver {
 
 impl<M: Module> Keep<M> for SampleSaver {
     fn keep(&mut self, kept: KeptModel<'_, M>) -> Result<(), RunError> {
+        if self.rows.is_empty() {
+            // The first model: the folder, cleared of an earlier run's samples.
+            self.open(true)?;
+        }
         let KeptModel {
             model,
             step,

@@ -31,6 +31,11 @@ impl ScheduledLr {
         Ok(Self { schedule, step: 0 })
     }
 
+    /// The schedule (step `k`'s value and phase).
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
     /// The phase of the step the next `step()` call schedules: cyclical SG-MCMC collects
     /// samples only in [`Phase::Sampling`].
     pub fn phase(&self) -> Phase {
