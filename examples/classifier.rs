@@ -25,7 +25,7 @@ use sgmcmc::nn::{Conv2d, Linear, MaxPool2d, categorical, probabilities};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
 
-use digits::{digits, tensors};
+use digits::{digits, reload_difference, tensors};
 
 /// The network: conv 3x3 (16 channels), ReLU, 2x2 max pool, dense to 10 classes; burn's
 /// layers as `sgmcmc::nn` wraps them (one fast operation each when training on flex).
@@ -113,12 +113,7 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
         let again = saved.average(&Cnn::new(&device.clone().inner()), |net| {
             predict(net, &x_test)
         })?;
-        let (run_p, saved_p) = (bma.probabilities(), again.mean());
-        let (run_p, saved_p) = run_p.zip(saved_p).ok_or("no model kept")?;
-        let reloaded_difference = run_p
-            .iter()
-            .zip(&saved_p)
-            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        let reloaded_difference = reload_difference(bma.probabilities(), again.mean())?;
         outcomes.push(Outcome {
             sampler,
             average: bma.scores(&test.labels)?,

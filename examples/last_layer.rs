@@ -39,7 +39,7 @@ use sgmcmc::samplers::optim::SghmcConfig;
 use sgmcmc::samplers::optim::schedule::{CyclicalLrSchedulerConfig, ScheduledLr};
 use sgmcmc::samplers::rng::{epoch_order, with_device_seed};
 
-use digits::{digits, tensors};
+use digits::{digits, reload_difference, tensors};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -270,14 +270,7 @@ pub fn run(epochs: u64) -> Result<Vec<Outcome>, Error> {
         // The saved heads, loaded back into the pretrained network, predict as the run did.
         let saved = SavedPosterior::open(&dir)?;
         let again = saved.average(&pretrained, |net| predict(net, &data.x_test))?;
-        let (run_p, saved_p) = clean
-            .probabilities()
-            .zip(again.mean())
-            .ok_or("no head kept")?;
-        let reloaded_difference = run_p
-            .iter()
-            .zip(&saved_p)
-            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        let reloaded_difference = reload_difference(clean.probabilities(), again.mean())?;
         outcomes.push(Outcome {
             method,
             clean: clean.scores(&test.labels)?,

@@ -42,7 +42,7 @@ use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, Keeper, Sam
 use sgmcmc::nn::{Linear, probabilities};
 use sgmcmc::samplers::optim::SghmcConfig;
 
-use digits::digits;
+use digits::{digits, reload_difference};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -224,14 +224,7 @@ pub fn run(epochs: usize) -> Result<Outcome, Error> {
     let saved = SavedPosterior::open(&out.join("sghmc-samples"))?;
     // ANCHOR_END: sampled
     let again = saved.average(&Mlp::new(&device.inner()), |net| predict(net, &x_test))?;
-    let (run_p, saved_p) = average
-        .probabilities()
-        .zip(again.mean())
-        .ok_or("no network kept")?;
-    let reloaded_difference = run_p
-        .iter()
-        .zip(&saved_p)
-        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    let reloaded_difference = reload_difference(average.probabilities(), again.mean())?;
     Ok(Outcome {
         point: single.scores(&test.labels)?,
         average: average.scores(&test.labels)?,

@@ -41,19 +41,8 @@ fn point(device: &Device) -> Point {
 }
 
 fn values(p: &Point) -> Vec<f64> {
-    let w =
-        p.w.val()
-            .into_data()
-            .convert::<f64>()
-            .try_to_vec::<f64>()
-            .unwrap();
-    let b =
-        p.b.val()
-            .into_data()
-            .convert::<f64>()
-            .try_to_vec::<f64>()
-            .unwrap();
-    [w, b].concat()
+    let host = |d: TensorData| d.convert::<f64>().try_to_vec::<f64>().unwrap();
+    [host(p.w.val().into_data()), host(p.b.val().into_data())].concat()
 }
 
 /// The mean loss `L = U / N` whose full-data energy is `U = sum a_i x_i^2 / 2`.

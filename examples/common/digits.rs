@@ -39,3 +39,13 @@ pub fn digits(scratch: &Path) -> Result<Digits, Box<dyn std::error::Error>> {
     }
     Ok(d)
 }
+
+/// The largest difference between a run's averaged class probabilities and those of its saved
+/// posterior loaded back; an error when either kept no model.
+pub fn reload_difference(run: Option<Vec<f64>>, saved: Option<Vec<f64>>) -> Result<f64, String> {
+    let (run, saved) = run.zip(saved).ok_or("no model kept")?;
+    Ok(run
+        .iter()
+        .zip(&saved)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs())))
+}
