@@ -1,4 +1,4 @@
-//! The table rows of the papers as named presets (`configs/images/tables.toml`, compiled in):
+//! The table rows of the papers as named presets (`tables.toml` beside this file, compiled in):
 //! each sets the data, model, sampler and hyper-parameters of its row over the generic `gpu`
 //! protocol, and carries the row's published numbers (the `paper` columns of `summary.json`)
 //! and a note of what it does not reproduce. `--protocol gpu` runs the paper's schedule,
@@ -13,7 +13,7 @@ use crate::images::config::ImagesConfig;
 use crate::overrides::merge_toml;
 
 /// The table rows, as compiled in.
-pub const TABLES_TOML: &str = include_str!("../../../../configs/images/tables.toml");
+pub const TABLES_TOML: &str = include_str!("tables.toml");
 
 /// The published numbers of one table row (`None` where the table has no such column).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -84,7 +84,7 @@ pub fn table_rows() -> &'static [TableRow] {
     static ROWS: OnceLock<Vec<TableRow>> = OnceLock::new();
     ROWS.get_or_init(|| {
         toml::from_str::<Tables>(TABLES_TOML)
-            .expect("configs/images/tables.toml parses (checked by a test)")
+            .expect("images/tables.toml parses (checked by a test)")
             .row
     })
 }
