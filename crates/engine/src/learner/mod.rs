@@ -10,7 +10,9 @@
 //! its data loaders, metrics, checkpoints of the model, the optimizer (the noise streams and
 //! momenta included) and the scheduler.
 //!
-//! ```ignore
+//! In outline (`examples/learner_sghmc.rs` is the complete program):
+//!
+//! ```text
 //! let bma = Arc::new(Mutex::new(ClassifierAverage::new(10, predict)));
 //! let keeper = Keeper::new(burn_in, 10, 0)?.to(bma.clone()).to(SampleSaver::new(dir));
 //! let model = Sampled::new(model, keeper);
@@ -42,8 +44,7 @@ mod lines;
 pub use lines::EpochLines;
 
 use crate::error::RunError;
-use crate::observers::Keeper;
-use crate::observers::lock;
+use crate::observers::{Keeper, lock};
 
 pub use burn_train;
 
@@ -59,7 +60,7 @@ struct Shared<M> {
 /// does not name the module's generics.
 trait StepKeeper: Send {
     fn after_step(&mut self, model: &dyn Any);
-    fn shared(&mut self) -> (&mut Option<Schedule>, &mut Option<RunError>);
+    fn set_phases(&mut self, phases: Schedule);
     fn progress(&self) -> (u64, usize);
     fn finish(&mut self) -> Result<(), RunError>;
 }
@@ -80,8 +81,8 @@ impl<M: 'static> StepKeeper for Shared<M> {
         }
     }
 
-    fn shared(&mut self) -> (&mut Option<Schedule>, &mut Option<RunError>) {
-        (&mut self.phases, &mut self.error)
+    fn set_phases(&mut self, phases: Schedule) {
+        self.phases = Some(phases);
     }
 
     fn progress(&self) -> (u64, usize) {
@@ -136,7 +137,7 @@ impl<M: Module + 'static> Sampled<M> {
     /// `Learner`'s scheduler follows (`ScheduledLr::schedule`), samples are kept in the
     /// sampling part of each cycle only.
     pub fn with_phases(self, phases: Schedule) -> Self {
-        *lock(&self.keeper.0).shared().0 = Some(phases);
+        lock(&self.keeper.0).set_phases(phases);
         self
     }
 
@@ -191,5 +192,49 @@ impl<M: Module + ModuleDisplay + InferenceStep> InferenceStep for Sampled<M> {
 
     fn step(&self, item: Self::Input) -> Self::Output {
         self.model.step(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observers::{Keep, KeptModel};
+    use burn::nn::{Linear, LinearConfig};
+    use burn::tensor::Device;
+    use sgmcmc_samplers::control::Cyclical;
+
+    /// Records the steps of the models it is given.
+    struct Steps(Arc<Mutex<Vec<u64>>>);
+
+    impl Keep<Linear> for Steps {
+        fn keep(&mut self, kept: KeptModel<'_, Linear>) -> Result<(), RunError> {
+            lock(&self.0).push(kept.step);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn copies_share_one_keeper_that_keeps_only_the_sampling_phase() {
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let keeper = Keeper::new(0, 1, 0).unwrap().to(Steps(steps.clone()));
+        let model = LinearConfig::new(2, 1).init(&Device::flex());
+        // Cycles of 5 steps whose last 2 (positions 0.6 and 0.8) are the sampling phase.
+        let cycles = Schedule::Cyclical(Cyclical {
+            initial: 1.0,
+            total_steps: 10,
+            cycles: 2,
+            sampling_threshold: 0.6,
+            noise_free_exploration: false,
+            hold: 1.0,
+        });
+        let mut sampled = Sampled::new(model, keeper).with_phases(cycles);
+        for _ in 0..10 {
+            // burn-train steps a clone of the model each time.
+            sampled = sampled.clone().after_step();
+        }
+        assert_eq!(sampled.progress(), (10, 4));
+        // Steps k = 3, 4, 8, 9 (0-based) are kept, as the models after 4, 5, 9 and 10 steps.
+        assert_eq!(*lock(&steps), [4, 5, 9, 10]);
+        assert!(sampled.finish().is_ok());
     }
 }

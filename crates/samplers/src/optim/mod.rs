@@ -60,7 +60,7 @@ use burn::tensor::{Device, Tensor};
 pub use config::{PsgldConfig, SghmcConfig, SgldConfig, SgnhtConfig};
 
 use crate::ensemble::{NoiseSource, draw_noise};
-use crate::error::{SamplerError, non_negative, temperature};
+use crate::error::{SamplerError, non_negative, temperature as check_temperature};
 use crate::kernel::{Kernel, StepSize, TensorCoef};
 use crate::rng::{ChainRng, combine};
 use crate::transfer;
@@ -91,7 +91,7 @@ impl KernelOptimizer {
     pub fn new(
         kernel: Kernel,
         data_size: usize,
-        temperature_: f64,
+        temperature: f64,
         weight_decay: f64,
         seed: u64,
     ) -> Result<Self, SamplerError> {
@@ -103,12 +103,12 @@ impl KernelOptimizer {
                 reason: "must be at least 1 (the number of training examples)",
             });
         }
-        temperature("temperature", temperature_)?;
+        check_temperature("temperature", temperature)?;
         non_negative("weight_decay", weight_decay)?;
         Ok(Self {
             kernel,
             data_size: data_size as f64,
-            temperature: temperature_,
+            temperature,
             weight_decay,
             seed,
             streams: Arc::new(AtomicU64::new(0)),
