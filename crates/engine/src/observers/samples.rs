@@ -97,9 +97,7 @@ impl SampleSaver {
         }
         write_atomic(&self.dir.join(SAMPLES_INDEX), text.as_bytes())
     }
-}
 
-impl SampleSaver {
     /// Creates the folder; for a fresh run (`fresh`, and nothing saved yet) removes an earlier
     /// run's samples from it, which would otherwise join this one's. A `Run` calls it at its
     /// start; [`Keep::keep`] at the first model it saves.

@@ -38,7 +38,7 @@
 //! `p` and `k`, so burn's optimizer record (`to_record`, `save`, `into_bytes`) resumes the
 //! chain exactly. Chains that should differ need different seeds. On an accelerator the noise
 //! is drawn by the device's generator seeded from that stream, on a CPU device on the host
-//! ([`NoiseSource::Auto`](crate::ensemble::NoiseSource)).
+//! ([`NoiseSource::Auto`](crate::ensemble::NoiseSource), decided at the first step).
 //!
 //! # What stays on `Run`
 //!
@@ -51,8 +51,8 @@
 mod config;
 pub mod schedule;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use burn::optim::{LearningRate, Optimizer, RecordState, StateSink, StateSource};
 use burn::tensor::{Device, Tensor};
@@ -83,6 +83,9 @@ pub struct KernelOptimizer {
     seed: u64,
     /// Parameters seen so far: the next one's stream number.
     streams: Arc<AtomicU64>,
+    /// Whether the noise is drawn on the device, decided once at the first step (asking the
+    /// device drains a fused backend's queue: not on every parameter's step).
+    device_noise: Arc<OnceLock<bool>>,
 }
 
 impl KernelOptimizer {
@@ -112,6 +115,7 @@ impl KernelOptimizer {
             weight_decay,
             seed,
             streams: Arc::new(AtomicU64::new(0)),
+            device_noise: Arc::new(OnceLock::new()),
         })
     }
 
@@ -208,7 +212,9 @@ impl Optimizer for KernelOptimizer {
         let g = row(g.mul_scalar(self.data_size));
         let mut slots: Vec<Tensor<2>> = state.slots.drain(..).map(row).collect();
         let mut rng = noise_stream(self.seed, state.stream, state.step);
-        let on_device = NoiseSource::Auto.on_device(&device);
+        let on_device = *self
+            .device_noise
+            .get_or_init(|| NoiseSource::Auto.on_device(&device));
         let noise = || draw_noise(std::slice::from_mut(&mut rng), numel, &device, on_device);
         let refresh = self.kernel.refreshes_at(state.step);
         let x = self
