@@ -24,6 +24,7 @@ use sgmcmc::models::ModelPosterior;
 use sgmcmc::nn::{Conv2d, Linear, MaxPool2d, categorical, probabilities};
 use sgmcmc::samplers::ensemble::ModuleEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
+use sgmcmc::samplers::rng::with_device_seed;
 
 use digits::{digits, reload_difference, tensors};
 
@@ -110,9 +111,9 @@ pub fn run() -> Result<Vec<Outcome>, Box<dyn std::error::Error>> {
             .run(&mut s, &mut batches)?;
         let saved = SavedPosterior::open(&dir)?;
         // ANCHOR_END: sampling
-        let again = saved.average(&Cnn::new(&device.clone().inner()), |net| {
-            predict(net, &x_test)
-        })?;
+        // The template is drawn under the lock on burn's generator (as every draw here).
+        let template = with_device_seed(&device, 0, || Cnn::new(&device.clone().inner()));
+        let again = saved.average(&template, |net| predict(net, &x_test))?;
         let reloaded_difference = reload_difference(bma.probabilities(), again.mean())?;
         outcomes.push(Outcome {
             sampler,

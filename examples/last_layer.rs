@@ -148,8 +148,10 @@ fn pretrain(data: &Data, file: &Path) -> Result<(), Error> {
 
 /// The pretrained network from `file` with its backbone frozen.
 fn load(file: &Path, device: &Device) -> Result<Net, Error> {
+    // A template whose values the file replaces, drawn under the workspace's lock on burn's
+    // generator so that it cannot land between another thread's seed and its draws.
+    let mut net = with_device_seed(device, 0, || Net::new(device));
     // ANCHOR: freeze
-    let mut net = Net::new(device);
     net.load_from(&mut SafetensorsStore::from_file(file))?;
     net.backbone = net.backbone.no_grad();
     // ANCHOR_END: freeze

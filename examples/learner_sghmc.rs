@@ -41,6 +41,7 @@ use sgmcmc::engine::learner::{EpochLines, Sampled};
 use sgmcmc::engine::observers::{ClassifierAverage, ClassifierScores, Keeper, SampleSaver, lock};
 use sgmcmc::nn::{Linear, probabilities};
 use sgmcmc::samplers::optim::SghmcConfig;
+use sgmcmc::samplers::rng::with_device_seed;
 
 use digits::{digits, reload_difference};
 
@@ -184,7 +185,7 @@ pub fn run(epochs: usize) -> Result<Outcome, Error> {
         TensorData::new(test.features(), [test.len(), 64]),
         &device.clone().inner(),
     );
-    let init = || sgmcmc::samplers::rng::with_device_seed(&device, 5, || Mlp::new(&device));
+    let init = || with_device_seed(&device, 5, || Mlp::new(&device));
     let data = (&train, &test);
 
     // The point estimate: burn's SGD with momentum 0.9 at learning rate 0.05.
@@ -223,7 +224,10 @@ pub fn run(epochs: usize) -> Result<Outcome, Error> {
     let average = lock(&average);
     let saved = SavedPosterior::open(&out.join("sghmc-samples"))?;
     // ANCHOR_END: sampled
-    let again = saved.average(&Mlp::new(&device.inner()), |net| predict(net, &x_test))?;
+    // The template is drawn under the lock on burn's generator (as every draw here).
+    let plain = device.clone().inner();
+    let template = with_device_seed(&plain, 0, || Mlp::new(&plain));
+    let again = saved.average(&template, |net| predict(net, &x_test))?;
     let reloaded_difference = reload_difference(average.probabilities(), again.mean())?;
     Ok(Outcome {
         point: single.scores(&test.labels)?,
