@@ -5,10 +5,10 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::samplers::density::particles::Particles;
-use sgmcmc::samplers::density::toy::by_name;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::by_name;
 use std::time::Duration;
 
 const STEPS: u64 = 100;

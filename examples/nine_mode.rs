@@ -4,10 +4,10 @@
 //! `cargo run --release --example nine_mode`
 
 use sgmcmc::samplers::collect::ModeTraces;
-use sgmcmc::samplers::density::toy::{by_name, quadrature};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::{by_name, quadrature};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let target = by_name("nine-mode")?;

@@ -7,6 +7,7 @@
 //! * [`engine`]: the run loop, observers, checkpoints, burn-dataset batches, saved posteriors.
 //! * [`models`]: networks, likelihoods, priors and posterior targets.
 //! * [`data`]: dataset readers.
+//! * [`testfunctions`]: the papers' analytic targets with their exact answers.
 //! * [`nn`]: burn's layers as drop-in modules on the fast path, and the categorical likelihood.
 //! * `apps` (feature `cli`, on by default): the `sgmcmc` command line (experiments, reports,
 //!   plots).
@@ -19,6 +20,7 @@ pub use sgmcmc_engine as engine;
 pub use sgmcmc_models as models;
 pub use sgmcmc_models::nn;
 pub use sgmcmc_samplers as samplers;
+pub use sgmcmc_testfunctions as testfunctions;
 
 /// The README's programs, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

@@ -12,12 +12,12 @@
 use sgmcmc::samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, WeightRule,
 };
-use sgmcmc::samplers::density::toy::equilibrium::theta_equilibrium;
-use sgmcmc::samplers::density::toy::{by_name, energy_bins::energy_bin_masses, quadrature};
 use sgmcmc::samplers::diagnostics::{batch_sums, ratio_estimate};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::equilibrium::theta_equilibrium;
+use sgmcmc::testfunctions::{by_name, energy_bins::energy_bin_masses, quadrature};
 
 /// Standard errors allowed between an estimate and its exact value.
 const Z: f64 = 4.5;

@@ -7,10 +7,10 @@ use sgmcmc::samplers::collect::ModeTraces;
 use sgmcmc::samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit,
 };
-use sgmcmc::samplers::density::toy::{by_name, quadrature};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Contour, ContourConfig, Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::{by_name, quadrature};
 
 /// Standard errors allowed between an estimate and its exact value.
 const Z: f64 = 4.5;

@@ -2,10 +2,10 @@
 //! power and without tempering, 0 in the top bin, against the papers' `theta[J]^zeta`.
 
 use sgmcmc::samplers::control::WeightRule;
-use sgmcmc::samplers::density::toy::by_name;
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc::samplers::sampler::Sampler;
+use sgmcmc::testfunctions::by_name;
 
 fn sampler(name: &str, weights: WeightRule, u_min: f64) -> AnySampler<HostEnsemble> {
     let mut s = SamplerSettings {

@@ -14,10 +14,10 @@ use common::cli::{sgmcmc, tmp};
 use sgmcmc::samplers::checkpoint::EnsembleState;
 use sgmcmc::samplers::comm::{ChainLayout, Placement, ThreadGroup};
 use sgmcmc::samplers::control::SwapScheme;
-use sgmcmc::samplers::density::toy::{Noise, NoiseModel, ToyTarget, by_name};
 use sgmcmc::samplers::ensemble::{Ensemble, HostEnsemble};
 use sgmcmc::samplers::registry::{AnySampler, BuildContext, SamplerSettings, SamplerSpec};
 use sgmcmc::samplers::sampler::Sampler;
+use sgmcmc::testfunctions::{Noise, NoiseModel, ToyTarget, by_name};
 
 /// Final rungs, accepted swaps per pair, round trips and ladder of a replica exchange.
 type Swaps = (Vec<usize>, Vec<u64>, u64, Vec<f64>);

@@ -11,10 +11,10 @@ mod common;
 
 use common::*;
 use sgmcmc::samplers::density::particles::Particles;
-use sgmcmc::samplers::density::toy::{Gaussian, NoiseModel, ToyTarget};
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::{Gaussian, NoiseModel, ToyTarget};
 use std::sync::Arc;
 
 const D: usize = 10;

@@ -2,11 +2,11 @@
 //! Monte Carlo standard errors of the exact masses (quadrature), split R-hat < 1.01 over 8 chains.
 
 use sgmcmc::samplers::collect::{ModeTraces, Traces};
-use sgmcmc::samplers::density::toy::{by_name, quadrature};
 use sgmcmc::samplers::diagnostics::split_rhat;
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::{by_name, quadrature};
 
 #[test]
 fn sgld_mode_masses_on_a_low_barrier_two_mode_target() {

@@ -5,11 +5,11 @@
 use sgmcmc::apps::toy::{ToyConfig, preset, run_toy};
 use sgmcmc::samplers::control::swap::{expected_round_trip, optimal_window};
 use sgmcmc::samplers::control::{IndexProcess, Ladder, Smoothing, SwapSchedule, SwapScheme};
-use sgmcmc::samplers::density::toy::{Noise, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::rng::ChainRng;
 use sgmcmc::samplers::sampler::{ReplicaConfig, ReplicaExchange, SwapRule};
+use sgmcmc::testfunctions::{Noise, by_name};
 
 /// Weighted mode masses of the rung-0 samples of a toy run, and the run's swap rate.
 fn masses(cfg: &ToyConfig) -> (Vec<f64>, f64) {
@@ -114,8 +114,7 @@ fn deo_star_round_trips_beat_deo() {
     );
     // Rung-0 samples are closer to the exact mode masses with W*.
     let exact =
-        sgmcmc::samplers::density::toy::quadrature::mode_masses(star.target.potential(), 1.0, 1000)
-            .unwrap();
+        sgmcmc::testfunctions::quadrature::mode_masses(star.target.potential(), 1.0, 1000).unwrap();
     let l1 = |o: &sgmcmc::apps::toy::ToyOutcome| -> f64 {
         let m = o.modes.as_ref().unwrap().point_masses();
         m.iter().zip(&exact).map(|(a, b)| (a - b).abs()).sum()

@@ -37,10 +37,10 @@
 mod common;
 
 use sgmcmc::samplers::checkpoint::EnsembleState;
-use sgmcmc::samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc::samplers::sampler::Sampler;
+use sgmcmc::testfunctions::{NoiseModel, by_name};
 
 const LR: f64 = 0.01;
 /// The velocity's lag behind the position, `E[v | x] = lr / (1 + mu) x` on N(0, 1).

@@ -5,10 +5,10 @@ mod common;
 
 use common::devices;
 use sgmcmc::samplers::density::particles::Particles;
-use sgmcmc::samplers::density::toy::by_name;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble, NoiseSource};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::testfunctions::by_name;
 
 fn configs() -> Vec<SgmcmcConfig> {
     vec![

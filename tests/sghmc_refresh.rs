@@ -9,10 +9,10 @@
 //! 0.005. Measured with a refresh every 5 steps: 0.864 drawing `N(0, 2 lr / (1 + mu))` (the
 //! variance right, the half-step lag ignored), 1.0011 with the lag.
 
-use sgmcmc::samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
 use sgmcmc::samplers::sampler::Sampler;
+use sgmcmc::testfunctions::{NoiseModel, by_name};
 
 fn variance(resample_every: u64) -> f64 {
     let target = by_name("normal")

@@ -32,11 +32,11 @@
 
 mod common;
 
-use sgmcmc::samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc::samplers::ensemble::HostEnsemble;
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc::samplers::sampler::Sampler;
+use sgmcmc::testfunctions::{NoiseModel, by_name};
 
 /// 1000 chains of `settings` on `U = x^2 / 2` from `x0` with gradient noise of sd
 /// `gradient_sd`, after `burn` steps.

@@ -103,10 +103,10 @@ fn swag_draws_have_the_covariance_of_algorithm_one() {
 #[test]
 fn cycswag_fits_the_stationary_variance_of_momentum_sgd_at_the_held_lr() {
     use sgmcmc::samplers::control::Phase;
-    use sgmcmc::samplers::density::toy::{NoiseModel, by_name};
     use sgmcmc::samplers::ensemble::HostEnsemble;
     use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
     use sgmcmc::samplers::sampler::Sampler;
+    use sgmcmc::testfunctions::{NoiseModel, by_name};
 
     let fitted = |hold: f64, threshold: f64| -> (f64, f64) {
         let chains = 200;

@@ -7,8 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::cli::{fails_with, succeeds, tmp};
-use sgmcmc::samplers::density::toy::exact_masses::{ExactMethod, mode_masses};
-use sgmcmc::samplers::density::toy::{Covariance, GaussianMixture};
+use sgmcmc::testfunctions::exact_masses::{ExactMethod, mode_masses};
+use sgmcmc::testfunctions::{Covariance, GaussianMixture};
 
 fn summary(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()

@@ -18,7 +18,7 @@
 //! all four (mean L1 about 0.09); it is not run here.
 
 use sgmcmc::apps::toy::{preset, run_toy};
-use sgmcmc::samplers::density::toy::{by_name, quadrature};
+use sgmcmc::testfunctions::{by_name, quadrature};
 
 /// Standard errors of a difference of means required between two methods.
 const Z: f64 = 4.5;

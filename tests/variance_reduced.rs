@@ -266,7 +266,7 @@ mod modules {
     #[test]
     fn control_variates_are_refused_on_a_toy_target_with_energy_noise() {
         use sgmcmc::samplers::density::particles::Particles;
-        use sgmcmc::samplers::density::toy::{Noise, NoiseModel, by_name};
+        use sgmcmc::testfunctions::{Noise, NoiseModel, by_name};
 
         let device = Device::flex().autodiff();
         let build = |energy_sd: f64, control: bool| {

@@ -440,7 +440,7 @@ pub(crate) fn report_toy(
 
 fn print_list() {
     println!("targets:");
-    for (n, d) in sgmcmc_samplers::density::toy::TARGET_NAMES {
+    for (n, d) in sgmcmc_testfunctions::TARGET_NAMES {
         println!("  {n:<18} {d}");
     }
     println!("samplers:");

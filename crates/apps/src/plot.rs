@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::prelude::*;
-use sgmcmc_samplers::density::toy::Potential;
+use sgmcmc_testfunctions::Potential;
 
 use crate::error::AppError;
 use crate::output;

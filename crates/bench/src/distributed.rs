@@ -23,13 +23,13 @@ use burn::tensor::{Distribution, Int, Tensor};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Likelihood, Posterior, ResNetConfig, Scale, Targets};
 use sgmcmc_samplers::comm::Placement;
-use sgmcmc_samplers::density::toy::by_name;
 use sgmcmc_samplers::ensemble::{
     Draws, Ensemble, HostEnsemble, KernelRow, ModuleEnsemble, RowSwap,
 };
 use sgmcmc_samplers::kernel::{Kernel, StepSize};
 use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc_testfunctions::by_name;
 
 use crate::{BenchArgs, Figure, cnn_workload, cpu_ns};
 use sgmcmc_apps::AppError;

@@ -10,13 +10,13 @@ use sgmcmc_models::posterior::Batch;
 use sgmcmc_samplers::control::{EnergyPartition, Ladder, RandomField, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::density::particles::Particles;
-use sgmcmc_samplers::density::toy::by_name;
 use sgmcmc_samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::sampler::{
     Contour, ContourConfig, ControlSettings, ReplicaConfig, ReplicaExchange, Sampler, Sgmcmc,
     SgmcmcConfig, SwapRule, VarianceReduced, VrConfig,
 };
+use sgmcmc_testfunctions::by_name;
 
 use crate::digits::digits_rate;
 use crate::timing::{Step, paired, rate, record};

@@ -83,7 +83,7 @@ impl RunReport {
 ///
 /// ```
 /// use sgmcmc_engine::{Kept, Repeat, Run, observers::OnSample};
-/// use sgmcmc_samplers::density::toy::by_name;
+/// use sgmcmc_testfunctions::by_name;
 /// use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
 /// use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 ///

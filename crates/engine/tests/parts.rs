@@ -9,10 +9,10 @@ use std::sync::Arc;
 use sgmcmc_engine::checkpoint_parts::{Manifest, part_path, read_part};
 use sgmcmc_engine::{Checkpoints, Repeat, Run};
 use sgmcmc_samplers::comm::{ChainLayout, Communicator, Placement, ThreadGroup};
-use sgmcmc_samplers::density::toy::by_name;
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::Sampler;
+use sgmcmc_testfunctions::by_name;
 
 const CHAINS: usize = 4;
 const STEPS: u64 = 600;

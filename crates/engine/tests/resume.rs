@@ -11,10 +11,10 @@ use burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc_engine::observers::{MetricsCsv, ModelAverage, OnSample, SampleSaver};
 use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Repeat, Run, SavedPosterior, init};
 use sgmcmc_models::{ModelPosterior, nll_fn};
-use sgmcmc_samplers::density::toy::by_name;
 use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints, ModuleEnsemble};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::Sampler;
+use sgmcmc_testfunctions::by_name;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sgmcmc-engine-{}-{name}", std::process::id()));

@@ -2,10 +2,10 @@
 
 use sgmcmc_engine::observers::{DivergenceGuard, OnSample, OnStep, ProgressReport};
 use sgmcmc_engine::{Kept, Progress, Repeat, Run, RunError, tuning};
-use sgmcmc_samplers::density::toy::{NoiseModel, ToyTarget, by_name};
 use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
 use sgmcmc_samplers::sampler::StepReport;
+use sgmcmc_testfunctions::{NoiseModel, ToyTarget, by_name};
 
 /// `U(x) = x^2 / 2 + ln(2 pi) / 2`, exact energies and gradients.
 fn target() -> ToyTarget {

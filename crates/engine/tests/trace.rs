@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use sgmcmc_engine::observers::Trace;
 use sgmcmc_engine::{Checkpoint, Checkpoints, Kept, Observer, Repeat, Run};
-use sgmcmc_samplers::density::toy::{NoiseModel, by_name};
 use sgmcmc_samplers::diagnostics::Convergence;
 use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
+use sgmcmc_testfunctions::{NoiseModel, by_name};
 
 /// `chains` (at most 3) chains of sampler `name` on `U(x) = x^2 / 2 + ln(2 pi) / 2` with exact
 /// gradients, lr 0.1.

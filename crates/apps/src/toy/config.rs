@@ -1,8 +1,8 @@
 //! The `toy` experiment's configuration: defaults < preset < `--config file.toml` < flags.
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::density::toy::Noise;
 use sgmcmc_samplers::registry::SamplerSettings;
+use sgmcmc_testfunctions::Noise;
 
 #[cfg(feature = "fault-injection")]
 use super::fault::Fault;

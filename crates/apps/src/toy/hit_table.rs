@@ -17,13 +17,13 @@ use sgmcmc_engine::{Repeat, Run};
 use sgmcmc_samplers::control::{
     EnergyPartition, MultiplierScheme, RandomField, SaStepSize, ThetaInit, WeightRule,
 };
-use sgmcmc_samplers::density::toy::benchmarks::{BENCHMARKS, BenchmarkFunction};
-use sgmcmc_samplers::density::toy::{NoiseModel, ToyTarget};
 use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::registry::SamplerSpec;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, SgmcmcConfig};
+use sgmcmc_testfunctions::benchmarks::{BENCHMARKS, BenchmarkFunction};
+use sgmcmc_testfunctions::{NoiseModel, ToyTarget};
 
 use crate::error::AppError;
 
@@ -278,7 +278,7 @@ pub fn run_cli(preset: &str, a: &crate::cli::ToyArgs) -> Result<(), AppError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sgmcmc_samplers::density::toy::benchmarks::benchmark;
+    use sgmcmc_testfunctions::benchmarks::benchmark;
 
     #[test]
     fn awsgld_hits_first_where_the_paper_reports_large_speedups() {

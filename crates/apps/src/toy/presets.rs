@@ -1,10 +1,10 @@
 //! Named toy presets: the papers' settings, and scaled-down variants that run in seconds.
 
 use sgmcmc_samplers::control::{MultiplierScheme, SwapScheme, ThetaInit, WeightRule};
-use sgmcmc_samplers::density::toy::Noise;
 use sgmcmc_samplers::registry::{
     ContourSettings, CyclicalSettings, ReplicaSettings, SamplerSettings,
 };
+use sgmcmc_testfunctions::Noise;
 
 use super::config::{Init, ToyConfig, toy_sampler};
 

@@ -4,11 +4,11 @@ use std::path::Path;
 
 use serde::Serialize;
 use sgmcmc_samplers::control::RandomField;
-use sgmcmc_samplers::density::toy::exact_masses::{self, ExactMethod};
-use sgmcmc_samplers::density::toy::quadrature;
 use sgmcmc_samplers::diagnostics::{
     Convergence, Coupling, ess, kish_ess, split_rhat, weighted_ess, weighted_k_hat,
 };
+use sgmcmc_testfunctions::exact_masses::{self, ExactMethod};
+use sgmcmc_testfunctions::quadrature;
 
 use super::config::ToyConfig;
 use super::replica::ReplicaSummary;

@@ -9,12 +9,12 @@ use sgmcmc_engine::{Checkpoints, Kept, Observer, Progress, Repeat, Run, RunError
 use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
-use sgmcmc_samplers::density::toy::{self, NoiseModel, ToyTarget};
 use sgmcmc_samplers::diagnostics::Coupling;
 use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, HostPoints, ModuleEnsemble};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
+use sgmcmc_testfunctions::{self as toy, NoiseModel, ToyTarget};
 
 use super::config::{Init, ToyConfig};
 #[cfg(feature = "fault-injection")]

@@ -14,7 +14,7 @@
 //!
 //! Its modes are the cells of the nearest mean; exact mode and energy-bin masses come from
 //! quadrature in 1-D and 2-D, from Monte Carlo with a standard error above
-//! ([`sgmcmc_samplers::density::toy::exact_masses`]). The target has exact energies and
+//! ([`sgmcmc_testfunctions::exact_masses`]). The target has exact energies and
 //! gradients unless `gradient_noise`/`energy_noise` say otherwise.
 
 use std::fmt;
@@ -23,8 +23,8 @@ use std::sync::Arc;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use sgmcmc_samplers::MixtureError;
-use sgmcmc_samplers::density::toy::exact_masses::DEFAULT_DRAWS;
-use sgmcmc_samplers::density::toy::{self, Covariance, GaussianMixture, NoiseModel, ToyTarget};
+use sgmcmc_testfunctions::exact_masses::DEFAULT_DRAWS;
+use sgmcmc_testfunctions::{self as toy, Covariance, GaussianMixture, NoiseModel, ToyTarget};
 
 use crate::error::AppError;
 

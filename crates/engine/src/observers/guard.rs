@@ -135,9 +135,9 @@ mod tests {
     }
 
     fn dummy() -> sgmcmc_samplers::sampler::Sgmcmc<sgmcmc_samplers::ensemble::HostEnsemble> {
-        use sgmcmc_samplers::density::toy::by_name;
         use sgmcmc_samplers::kernel::Kernel;
         use sgmcmc_samplers::sampler::SgmcmcConfig;
+        use sgmcmc_testfunctions::by_name;
         let ens = sgmcmc_samplers::ensemble::HostEnsemble::new(
             by_name("normal").unwrap(),
             &[vec![0.0], vec![0.0]],

@@ -26,7 +26,7 @@ use crate::ranks::Ranks;
 /// ```
 /// use sgmcmc_engine::observers::Trace;
 /// use sgmcmc_engine::{Kept, Repeat, Run};
-/// use sgmcmc_samplers::density::toy::by_name;
+/// use sgmcmc_testfunctions::by_name;
 /// use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
 /// use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 ///

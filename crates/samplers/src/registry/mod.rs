@@ -4,7 +4,7 @@
 //! ([`SamplerSettings::spec`], [`SamplerSpec::build`], [`AnySampler`]).
 //!
 //! ```
-//! use sgmcmc_samplers::density::toy::by_name;
+//! use sgmcmc_testfunctions::by_name;
 //! use sgmcmc_samplers::ensemble::HostEnsemble;
 //! use sgmcmc_samplers::registry::{BuildContext, SamplerSettings};
 //! use sgmcmc_samplers::sampler::Sampler;

@@ -668,7 +668,7 @@ mod tests {
     /// in the sampling phase only (every step there: the adjacent scheme, 8 of the 20 steps).
     #[test]
     fn cyclical_replica_exchange_scales_every_rung_by_the_cosine() {
-        use crate::density::toy::by_name;
+        use crate::density::toy::{NoiseModel, Potential, ToyTarget};
         use crate::ensemble::HostEnsemble;
         use crate::registry::{BuildContext, SamplerSettings};
         let mut s = SamplerSettings::named("resgld");
@@ -677,7 +677,23 @@ mod tests {
         s.replica.cyclical_lr = true;
         s.cyclical.cycles = 2;
         s.cyclical.sampling_threshold = 0.6;
-        let chains = HostEnsemble::new(by_name("normal").unwrap(), &[vec![0.0], vec![1.0]], 3);
+        /// `U(x) = x^2 / 2`: the standard normal.
+        #[derive(Debug)]
+        struct Normal;
+        impl Potential for Normal {
+            fn dim(&self) -> usize {
+                1
+            }
+            fn energy(&self, x: &[f64]) -> f64 {
+                x[0] * x[0] / 2.0
+            }
+            fn energy_grad(&self, x: &[f64], grad: &mut [f64]) -> f64 {
+                grad[0] = x[0];
+                self.energy(x)
+            }
+        }
+        let normal = ToyTarget::new("normal", std::sync::Arc::new(Normal), NoiseModel::EXACT);
+        let chains = HostEnsemble::new(normal.unwrap(), &[vec![0.0], vec![1.0]], 3);
         let mut sampler = s
             .spec(&BuildContext::steps(20).chains(2))
             .unwrap()

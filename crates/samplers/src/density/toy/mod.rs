@@ -1,43 +1,21 @@
-//! The analytic toy targets of the papers, with injected energy/gradient noise.
+//! What an analytic toy target is, with injected energy/gradient noise.
 //!
 //! A [`Potential`] is an exact energy `U(x)` with its gradient, in plain `f64`; a [`ToyTarget`]
 //! adds the noise that emulates minibatch estimates (`grad U~ = grad U + sigma_g xi`,
-//! `U~ = U + sigma_e xi'`, fresh each call; ALGORITHMS.md). Targets with several modes carry a
-//! [`ModeMap`]; exact mode masses come from numerical integration ([`quadrature`]) in 1-D and
-//! 2-D, and from Monte Carlo over exact draws ([`monte_carlo`]) above ([`exact_masses`] picks).
+//! `U~ = U + sigma_e xi'`, fresh each call; ALGORITHMS.md), and is what a
+//! [`HostEnsemble`](crate::ensemble::HostEnsemble) moves. Targets with several modes carry a
+//! [`ModeMap`]; targets with exact draws carry [`ExactDraws`].
+//!
+//! The papers' targets themselves, with their exact answers (mode masses by quadrature or
+//! Monte Carlo, energy-bin masses, the contour equilibrium), live in the `sgmcmc-testfunctions`
+//! crate.
 
-pub mod benchmarks;
-pub mod covariance;
-pub mod energy_bins;
-pub mod equilibrium;
-pub mod exact_masses;
-pub mod gaussian;
-pub mod gaussian_mixture;
-pub mod grid_modes;
-pub mod mixture;
-pub mod monte_carlo;
-pub mod nearest_mean;
 pub mod noise;
-pub mod quadrature;
-pub mod registry;
-pub mod rugged;
-#[cfg(test)]
-pub(crate) mod test_math;
-pub mod trig_modes;
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
-pub use benchmarks::{BENCHMARKS, BenchmarkFunction};
-pub use covariance::Covariance;
-pub use gaussian::Gaussian;
-pub use gaussian_mixture::GaussianMixture;
-pub use mixture::Mixture1d;
-pub use monte_carlo::ExactDraws;
 pub use noise::{Noise, NoiseDist, NoiseModel};
-pub use registry::{TARGET_NAMES, by_name};
-pub use rugged::Rugged;
-pub use trig_modes::{NineMode, TwentyFiveMode};
 
 use crate::error::TargetError;
 use crate::rng::ChainRng;
@@ -77,6 +55,17 @@ pub trait ModeMap: Debug + Send + Sync {
     fn labels(&self) -> Vec<String>;
     /// The mode centres, for plots.
     fn centres(&self) -> Vec<Vec<f64>>;
+}
+
+/// A law `pi_tau` we can draw from exactly, or through an importance proposal.
+pub trait ExactDraws: Send + Sync {
+    /// Writes a draw `x ~ q_tau` into `x` and returns `ln(pi_tau(x) / q_tau(x))` up to an
+    /// additive constant that is the same for every draw (0 when `q_tau = pi_tau`).
+    fn draw(&self, tau: f64, rng: &mut ChainRng, x: &mut [f64]) -> f64;
+
+    /// A lower bound on the standard deviation of the narrowest feature of the law along any
+    /// direction (a grid finer than this resolves it for quadrature).
+    fn min_scale(&self) -> f64;
 }
 
 /// A potential plus injected noise: what the sampler sees.

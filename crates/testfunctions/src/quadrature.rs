@@ -1,8 +1,8 @@
 //! Exact expectations under `pi(x) ∝ exp(-U(x) / tau)` by midpoint quadrature on the target's
 //! support box, for 1-D and 2-D toys: exact mode masses, means, energy histograms.
 
-use super::Potential;
-use crate::error::TargetError;
+use crate::Potential;
+use sgmcmc_samplers::error::TargetError;
 
 /// Calls `visit(x, w)` for every midpoint `x` of an `n^d` grid on the support, with normalised
 /// weights `w` (summing to 1) proportional to `exp(-U(x) / tau)`.

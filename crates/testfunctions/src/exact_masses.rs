@@ -9,9 +9,9 @@
 
 use serde::Serialize;
 
-use super::{Potential, energy_bins, monte_carlo, quadrature};
-use crate::control::EnergyPartition;
-use crate::error::TargetError;
+use crate::{Potential, energy_bins, monte_carlo, quadrature};
+use sgmcmc_samplers::control::EnergyPartition;
+use sgmcmc_samplers::error::TargetError;
 
 /// Stream seed of the Monte Carlo draws: fixed, so exact values do not change with a run's seed.
 pub const MONTE_CARLO_SEED: u64 = 0x00E7_AC75_EED5;

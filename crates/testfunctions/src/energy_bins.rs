@@ -7,10 +7,10 @@
 //! CSGLD paper's O(1/m) term; the ICSGLD reference code calls it "a biased equilibrium that
 //! approximates the ground truth"). Tests allow for it explicitly.
 
-use super::Potential;
-use super::quadrature::visit_grid;
-use crate::control::EnergyPartition;
-use crate::error::TargetError;
+use crate::Potential;
+use crate::quadrature::visit_grid;
+use sgmcmc_samplers::control::EnergyPartition;
+use sgmcmc_samplers::error::TargetError;
 
 /// Probability mass of each energy bin of `partition` under `pi ∝ exp(-U / tau)`.
 pub fn energy_bin_masses(
@@ -28,9 +28,9 @@ pub fn energy_bin_masses(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Mixture1d;
-    use super::super::test_math::chi2_cdf;
     use super::*;
+    use crate::Mixture1d;
+    use crate::test_math::chi2_cdf;
 
     #[test]
     fn bin_masses_sum_to_one_and_match_the_gaussian_energy_law() {

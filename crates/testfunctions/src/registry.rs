@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use super::noise::{Noise, NoiseModel};
-use super::trig_modes::{NineMode, TwentyFiveMode};
-use super::{Gaussian, Mixture1d, Potential, Rugged, ToyTarget};
-use crate::error::TargetError;
+use crate::noise::{Noise, NoiseModel};
+use crate::trig_modes::{NineMode, TwentyFiveMode};
+use crate::{Gaussian, Mixture1d, Potential, Rugged, ToyTarget};
+use sgmcmc_samplers::error::TargetError;
 
 /// Every registered toy target with a one-line description.
 pub const TARGET_NAMES: &[(&str, &str)] = &[
@@ -118,8 +118,8 @@ pub fn by_name(name: &str) -> Result<ToyTarget, TargetError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::quadrature::{default_grid, mode_masses};
     use super::*;
+    use crate::quadrature::{default_grid, mode_masses};
 
     #[test]
     fn every_name_builds_and_unknown_names_fail() {

@@ -27,8 +27,8 @@
 use std::f64::consts::{E, PI, TAU};
 use std::sync::Arc;
 
-use super::Potential;
-use crate::error::TargetError;
+use crate::Potential;
+use sgmcmc_samplers::error::TargetError;
 
 fn invalid_dim(d: usize, reason: &'static str) -> TargetError {
     TargetError::InvalidParameter {
@@ -819,7 +819,7 @@ pub const BENCHMARKS: [BenchmarkFunction; 10] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::ChainRng;
+    use sgmcmc_samplers::rng::ChainRng;
 
     /// Test points: 3 uniform in the domain box and 3 within 0.5 of the minimiser per coordinate
     /// (near `x*` the landscape is not dominated by one huge term, e.g. Zakharov's `s^4`).

@@ -9,20 +9,9 @@
 //! are unions of labelled parts, `sum_i w_i^2 (1_A - p)^2 = (1 - 2p) sum_(i in A) w_i^2 +
 //! p^2 sum_i w_i^2` needs only per-part sums, which gives the errors of running sums too.
 
-use super::Potential;
-use crate::error::TargetError;
-use crate::rng::ChainRng;
-
-/// A law `pi_tau` we can draw from exactly, or through an importance proposal.
-pub trait ExactDraws: Send + Sync {
-    /// Writes a draw `x ~ q_tau` into `x` and returns `ln(pi_tau(x) / q_tau(x))` up to an
-    /// additive constant that is the same for every draw (0 when `q_tau = pi_tau`).
-    fn draw(&self, tau: f64, rng: &mut ChainRng, x: &mut [f64]) -> f64;
-
-    /// A lower bound on the standard deviation of the narrowest feature of the law along any
-    /// direction (a grid finer than this resolves it for quadrature).
-    fn min_scale(&self) -> f64;
-}
+use crate::Potential;
+use sgmcmc_samplers::error::TargetError;
+use sgmcmc_samplers::rng::ChainRng;
 
 /// Monte Carlo masses of `k` regions.
 #[derive(Clone, Debug, PartialEq)]

@@ -2,7 +2,7 @@
 //! full matrix) and the factors its density needs: the Cholesky factor `L` (`C = L L^T`), the
 //! precision `P = C^-1 = L^-T L^-1` and `ln |C|^(1/2) = sum_i ln L_ii`.
 
-use crate::error::MixtureError;
+use sgmcmc_samplers::error::MixtureError;
 
 /// The covariance of one component.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,7 +1,7 @@
 //! `d`-dimensional Gaussian `U(x) = (x - m)^T A (x - m) / 2` with precision matrix `A`.
 
-use super::Potential;
-use crate::error::TargetError;
+use crate::Potential;
+use sgmcmc_samplers::error::TargetError;
 
 /// Gaussian target with mean `m` and symmetric positive-definite precision `A` (row-major).
 #[derive(Clone, Debug)]

@@ -10,8 +10,8 @@
 
 use std::f64::consts::PI;
 
-use super::grid_modes::GridModes;
-use super::{ModeMap, Potential};
+use crate::grid_modes::GridModes;
+use crate::{ModeMap, Potential};
 
 /// A separable cosine-ripple bowl with a radial regulariser.
 #[derive(Clone, Debug)]

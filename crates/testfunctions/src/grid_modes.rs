@@ -1,7 +1,7 @@
 //! Modes on a product grid of centres: the Voronoi cell of a grid point is the product of the
 //! 1-D nearest-level intervals, so the mode of `x` is found coordinate by coordinate.
 
-use super::ModeMap;
+use crate::ModeMap;
 
 /// Centres `levels^d`; mode index in row-major order of the coordinates' level indices.
 #[derive(Clone, Debug)]

@@ -21,10 +21,12 @@
 //! completely, `theta` then spans many orders of magnitude across the barrier bins, and the
 //! discrete-time chain (multipliers far from 1) does not follow `varpi_theta` there.
 
-use super::Potential;
-use super::quadrature::visit_grid;
-use crate::control::{ContourTheta, EnergyPartition, MultiplierScheme, RandomField, ThetaInit};
-use crate::error::TargetError;
+use crate::Potential;
+use crate::quadrature::visit_grid;
+use sgmcmc_samplers::control::{
+    ContourTheta, EnergyPartition, MultiplierScheme, RandomField, ThetaInit,
+};
+use sgmcmc_samplers::error::TargetError;
 
 /// Fixed-point iterations before giving up.
 const MAX_ITERATIONS: usize = 20_000;
@@ -124,9 +126,9 @@ pub fn theta_equilibrium(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Mixture1d;
-    use super::super::energy_bins::energy_bin_masses;
     use super::*;
+    use crate::Mixture1d;
+    use crate::energy_bins::energy_bin_masses;
 
     /// N(0,1) with `m` bins of `du` from its minimum: the exact bin masses and the equilibrium
     /// of `field` at `zeta` (backward multiplier, a 20,000-point grid).

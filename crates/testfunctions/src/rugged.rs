@@ -8,7 +8,7 @@
 //! box we use `U(proj(x)) + 100 |x - proj(x)|^2` (continuous, confining; the box is where the
 //! papers plot and sample).
 
-use super::Potential;
+use crate::Potential;
 
 /// The rugged landscape on `[-1.1, 1.1]^2`.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,7 @@
 //! 1-D Gaussian mixtures `sum_k w_k N(mu_k, sigma_k^2)`: `U(x) = -ln sum_k w_k N(x; mu_k, sigma_k^2)`.
 
-use super::{ModeMap, Potential};
-use crate::error::TargetError;
+use crate::{ModeMap, Potential};
+use sgmcmc_samplers::error::TargetError;
 
 /// A 1-D Gaussian mixture; its modes are the basins between density minima.
 #[derive(Clone, Debug)]

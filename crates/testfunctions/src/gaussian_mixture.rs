@@ -11,12 +11,12 @@
 //! contributes when the components do not overlap; at `tau = 1`, `q_1 = pi` and the draws are
 //! exact.
 
-use super::covariance::{Covariance, Factor};
-use super::monte_carlo::ExactDraws;
-use super::nearest_mean::NearestMean;
-use super::{ModeMap, Potential};
-use crate::error::MixtureError;
-use crate::rng::ChainRng;
+use crate::ExactDraws;
+use crate::covariance::{Covariance, Factor};
+use crate::nearest_mean::NearestMean;
+use crate::{ModeMap, Potential};
+use sgmcmc_samplers::error::MixtureError;
+use sgmcmc_samplers::rng::ChainRng;
 
 const HALF_LN_2PI: f64 = 0.918_938_533_204_672_8;
 

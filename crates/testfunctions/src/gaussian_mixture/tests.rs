@@ -7,10 +7,10 @@
 //! `U = c_k + q / 2` with `q / tau ~ chi2_d` under `pi_tau`, which gives the energy-bin masses.
 
 use super::*;
-use crate::control::EnergyPartition;
-use crate::density::toy::Mixture1d;
-use crate::density::toy::exact_masses::{self, ExactMethod};
-use crate::density::toy::test_math::{chi2_cdf, normal_cdf};
+use crate::Mixture1d;
+use crate::exact_masses::{self, ExactMethod};
+use crate::test_math::{chi2_cdf, normal_cdf};
+use sgmcmc_samplers::control::EnergyPartition;
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
@@ -207,7 +207,7 @@ fn one_dimensional_quadrature_masses_equal_the_closed_form() {
     // split at the density minimum (x = -0.04 here) is another definition, 0.05 away.
     assert!((0.3 - exact).abs() > 1000.0 * tol);
     let basin = Mixture1d::new(&[(0.3, -1.0, 0.8), (0.7, 1.5, 1.2)]).unwrap();
-    let basin = crate::density::toy::quadrature::mode_masses(&basin, 1.0, grid).unwrap();
+    let basin = crate::quadrature::mode_masses(&basin, 1.0, grid).unwrap();
     assert!((basin[0] - exact).abs() > 0.04, "{basin:?} vs {exact}");
 }
 
@@ -513,6 +513,6 @@ fn the_method_follows_the_dimension_and_the_grid() {
         ExactMethod::for_potential(&narrow, 10),
         Some(ExactMethod::MonteCarlo { draws: 10 })
     );
-    let gaussian = crate::density::toy::Gaussian::tridiagonal(3, 2.0, -0.5).unwrap();
+    let gaussian = crate::Gaussian::tridiagonal(3, 2.0, -0.5).unwrap();
     assert_eq!(ExactMethod::for_potential(&gaussian, 10), None);
 }

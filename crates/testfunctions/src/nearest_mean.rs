@@ -8,7 +8,7 @@
 //! [`GridModes`]: super::grid_modes::GridModes
 //! [`Mixture1d`]: super::Mixture1d
 
-use super::ModeMap;
+use crate::ModeMap;
 
 /// The Voronoi cells of distinct centres.
 #[derive(Clone, Debug)]
