@@ -62,6 +62,12 @@ impl From<TargetError> for AppError {
     }
 }
 
+impl From<sgmcmc_testfunctions::SpecError> for AppError {
+    fn from(e: sgmcmc_testfunctions::SpecError) -> Self {
+        Self::Usage(e.to_string())
+    }
+}
+
 impl From<sgmcmc_data::DataError> for AppError {
     fn from(e: sgmcmc_data::DataError) -> Self {
         Self::Input(e.to_string())

@@ -206,6 +206,19 @@ mod tests {
         assert!(merge_toml(&base, "lr = ", "config").is_err());
     }
 
+    /// A target name given later replaces a `[target]` table, and a table replaces a name.
+    #[test]
+    fn a_target_name_and_a_target_table_replace_each_other() {
+        use crate::toy::{TargetChoice, ToyConfig};
+        let table = "[target]\nkind = \"mixture\"\nweights = [1]\nmeans = [[0]]\nsd = [1]\n";
+        let custom = merge_toml(&ToyConfig::default(), table, "config").unwrap();
+        assert!(matches!(custom.target, TargetChoice::Custom(_)));
+        let renamed = merge_toml(&custom, "target = \"nine-mode\"", "config").unwrap();
+        assert_eq!(renamed.target, TargetChoice::from("nine-mode"));
+        let back = merge_toml(&renamed, table, "config").unwrap();
+        assert_eq!(back.target, custom.target);
+    }
+
     #[test]
     fn a_flag_and_a_set_of_the_same_field_are_refused_together() {
         let sets = ["momentum=0.5".to_string(), " lr = 0.02".to_string()];

@@ -35,6 +35,7 @@ pub mod nearest_mean;
 pub mod quadrature;
 pub mod registry;
 pub mod rugged;
+pub mod spec;
 #[cfg(test)]
 pub(crate) mod test_math;
 pub mod trig_modes;
@@ -49,4 +50,5 @@ pub use rugged::Rugged;
 pub use sgmcmc_samplers::density::toy::{
     ExactDraws, ModeMap, Noise, NoiseDist, NoiseModel, Potential, ToyTarget, noise,
 };
+pub use spec::{MixtureSpec, Sd, SpecError, TargetChoice, TargetSpec};
 pub use trig_modes::{NineMode, TwentyFiveMode};

@@ -6,9 +6,9 @@ use sgmcmc_testfunctions::Noise;
 
 #[cfg(feature = "fault-injection")]
 use super::fault::Fault;
-use super::target_spec::TargetChoice;
 use crate::device::DeviceChoice;
 use crate::error::AppError;
+use sgmcmc_testfunctions::TargetChoice;
 
 /// Starting points of the chains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -9,9 +9,8 @@ pub mod replica;
 pub mod report;
 pub mod resume;
 pub mod run;
-pub mod target_spec;
 
 pub use config::{Init, ToyConfig, toy_sampler};
 pub use presets::{PRESET_NAMES, preset};
 pub use run::{ToyOutcome, run_toy};
-pub use target_spec::{MixtureSpec, TargetChoice, TargetSpec};
+pub use sgmcmc_testfunctions::{MixtureSpec, TargetChoice, TargetSpec};

@@ -1,5 +1,6 @@
-//! The toy's target: a registered name (`target = "nine-mode"`, `sgmcmc toy --list`) or the
-//! user's own density, a `[target]` table. A Gaussian mixture in any dimension:
+//! A target as a config names it, for TOML, the command line and code alike: a registered name
+//! (`target = "nine-mode"`, [`TARGET_NAMES`](crate::TARGET_NAMES)) or the user's own density, a
+//! `[target]` table. A Gaussian mixture in any dimension:
 //!
 //! ```toml
 //! [target]
@@ -14,19 +15,42 @@
 //!
 //! Its modes are the cells of the nearest mean; exact mode and energy-bin masses come from
 //! quadrature in 1-D and 2-D, from Monte Carlo with a standard error above
-//! ([`sgmcmc_testfunctions::exact_masses`]). The target has exact energies and
-//! gradients unless `gradient_noise`/`energy_noise` say otherwise.
+//! ([`crate::exact_masses`]). The target has exact energies and gradients (a command may add
+//! noise on top).
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
-use sgmcmc_samplers::MixtureError;
-use sgmcmc_testfunctions::exact_masses::DEFAULT_DRAWS;
-use sgmcmc_testfunctions::{self as toy, Covariance, GaussianMixture, NoiseModel, ToyTarget};
+use sgmcmc_samplers::{MixtureError, TargetError};
+use thiserror::Error;
 
-use crate::error::AppError;
+use crate::exact_masses::DEFAULT_DRAWS;
+use crate::{Covariance, GaussianMixture, NoiseModel, ToyTarget};
+
+/// Why a [`TargetChoice`] cannot be built. The messages name the `[target]` table's field.
+#[derive(Debug, Error)]
+pub enum SpecError {
+    /// A name outside the allowed characters.
+    #[error("[target] name `{0}`: use letters, digits, `-`, `_` and `.` only")]
+    Name(String),
+    /// `exact_draws` outside its range.
+    #[error("[target] exact_draws = {0}: must be in {min}..={max}", min = DRAWS_RANGE.0, max = DRAWS_RANGE.1)]
+    Draws(usize),
+    /// Both `sd` and `cov`.
+    #[error("[target] mixture: give `sd` or `cov`, not both")]
+    SdAndCov,
+    /// Neither `sd` nor `cov`.
+    #[error("[target] mixture: give each component's `sd` or `cov`")]
+    NoSdOrCov,
+    /// The mixture itself is invalid.
+    #[error("[target] mixture: {0}")]
+    Mixture(#[from] MixtureError),
+    /// An unknown name, or a target the registry refuses.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+}
 
 /// A registered target or a user-defined one.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -152,9 +176,9 @@ const DRAWS_RANGE: (usize, usize) = (1_000, 1_000_000_000);
 
 impl TargetChoice {
     /// The target with its default noise (none for a user's mixture).
-    pub fn build(&self) -> Result<ToyTarget, AppError> {
+    pub fn build(&self) -> Result<ToyTarget, SpecError> {
         match self {
-            Self::Named(n) => Ok(toy::by_name(n)?),
+            Self::Named(n) => Ok(crate::by_name(n)?),
             Self::Custom(TargetSpec::Mixture(m)) => {
                 let mixture = m.mixture()?;
                 Ok(ToyTarget::new(
@@ -189,23 +213,17 @@ impl TargetChoice {
 
 impl MixtureSpec {
     /// The validated mixture.
-    pub fn mixture(&self) -> Result<GaussianMixture, AppError> {
-        let bad = |e: MixtureError| AppError::Usage(format!("[target] mixture: {e}"));
+    pub fn mixture(&self) -> Result<GaussianMixture, SpecError> {
         if let Some(name) = &self.name {
             let ok = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
             if name.is_empty() || !name.chars().all(ok) {
-                return Err(AppError::Usage(format!(
-                    "[target] name `{name}`: use letters, digits, `-`, `_` and `.` only"
-                )));
+                return Err(SpecError::Name(name.clone()));
             }
         }
         if let Some(n) = self.exact_draws
             && !(DRAWS_RANGE.0..=DRAWS_RANGE.1).contains(&n)
         {
-            return Err(AppError::Usage(format!(
-                "[target] exact_draws = {n}: must be in {}..={}",
-                DRAWS_RANGE.0, DRAWS_RANGE.1
-            )));
+            return Err(SpecError::Draws(n));
         }
         let n = self.means.len();
         let count = |what, got| MixtureError::Count {
@@ -214,18 +232,10 @@ impl MixtureSpec {
             expected: n,
         };
         let covariances: Vec<Covariance> = match (&self.sd, &self.cov) {
-            (Some(_), Some(_)) => {
-                return Err(AppError::Usage(
-                    "[target] mixture: give `sd` or `cov`, not both".into(),
-                ));
-            }
-            (None, None) => {
-                return Err(AppError::Usage(
-                    "[target] mixture: give each component's `sd` or `cov`".into(),
-                ));
-            }
-            (Some(sd), None) if sd.len() != n => return Err(bad(count("sd", sd.len()))),
-            (None, Some(cov)) if cov.len() != n => return Err(bad(count("cov", cov.len()))),
+            (Some(_), Some(_)) => return Err(SpecError::SdAndCov),
+            (None, None) => return Err(SpecError::NoSdOrCov),
+            (Some(sd), None) if sd.len() != n => return Err(count("sd", sd.len()).into()),
+            (None, Some(cov)) if cov.len() != n => return Err(count("cov", cov.len()).into()),
             (Some(sd), None) => sd
                 .iter()
                 .map(|s| match s {
@@ -235,41 +245,72 @@ impl MixtureSpec {
                 .collect(),
             (None, Some(cov)) => cov.iter().cloned().map(Covariance::Full).collect(),
         };
-        GaussianMixture::new(&self.weights, &self.means, &covariances).map_err(bad)
+        Ok(GaussianMixture::new(
+            &self.weights,
+            &self.means,
+            &covariances,
+        )?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overrides::merge_toml;
-    use crate::toy::ToyConfig;
+
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Config {
+        target: TargetChoice,
+    }
+
+    fn read(text: &str) -> TargetChoice {
+        toml::from_str::<Config>(text).unwrap().target
+    }
 
     #[test]
     fn names_and_tables_both_parse_and_survive_a_round_trip() {
-        let base = ToyConfig::default();
-        let named = merge_toml(&base, "target = \"bimodal\"", "config").unwrap();
-        assert_eq!(named.target, TargetChoice::from("bimodal"));
+        assert_eq!(read("target = \"bimodal\""), TargetChoice::from("bimodal"));
         let text = "[target]\nkind = \"mixture\"\nweights = [1, 3]\nmeans = [[0], [4]]\n\
                     sd = [1, [0.5]]\n";
-        let custom = merge_toml(&base, text, "config").unwrap();
-        let TargetChoice::Custom(TargetSpec::Mixture(m)) = &custom.target else {
-            panic!("{:?}", custom.target);
+        let custom = read(text);
+        let TargetChoice::Custom(TargetSpec::Mixture(m)) = &custom else {
+            panic!("{custom:?}");
         };
         assert_eq!(m.sd, Some(vec![Sd::One(1.0), Sd::PerCoordinate(vec![0.5])]));
-        assert_eq!(custom.target.to_string(), "mixture");
+        assert_eq!(custom.to_string(), "mixture");
         assert_eq!(
-            custom.target.note().unwrap(),
+            custom.note().unwrap(),
             "note: [target] weights sum to 4; normalised to [0.25, 0.75]"
         );
-        assert!(named.target.note().is_none());
-        // What config.toml holds reads back to the same configuration.
-        let written = toml::to_string_pretty(&custom).unwrap();
-        assert_eq!(merge_toml(&base, &written, "config").unwrap(), custom);
-        // A name given later replaces the table, and a table replaces a name.
-        let renamed = merge_toml(&custom, "target = \"nine-mode\"", "config").unwrap();
-        assert_eq!(renamed.target, TargetChoice::from("nine-mode"));
-        let t = custom.target.build().unwrap();
+        assert!(read("target = \"bimodal\"").note().is_none());
+        // What a config file holds reads back to the same target.
+        let config = Config { target: custom };
+        let written = toml::to_string_pretty(&config).unwrap();
+        assert_eq!(toml::from_str::<Config>(&written).unwrap(), config);
+        let t = config.target.build().unwrap();
         assert_eq!((t.dim(), t.name()), (1, "mixture"));
+    }
+
+    #[test]
+    fn bad_tables_are_refused_with_the_field_named() {
+        let err = |text: &str| read(text).build().unwrap_err().to_string();
+        let head = "[target]\nkind = \"mixture\"\nweights = [1]\nmeans = [[0]]\n";
+        assert_eq!(
+            err(&format!("{head}sd = [1]\ncov = [[[1]]]\n")),
+            "[target] mixture: give `sd` or `cov`, not both"
+        );
+        assert_eq!(
+            err(head),
+            "[target] mixture: give each component's `sd` or `cov`"
+        );
+        assert!(err(&format!("{head}sd = [1, 2]\n")).starts_with("[target] mixture: "));
+        assert_eq!(
+            err(&format!("{head}sd = [1]\nname = \"a b\"\n")),
+            "[target] name `a b`: use letters, digits, `-`, `_` and `.` only"
+        );
+        assert_eq!(
+            err(&format!("{head}sd = [1]\nexact_draws = 10\n")),
+            "[target] exact_draws = 10: must be in 1000..=1000000000"
+        );
+        assert!(TargetChoice::from("no-such").build().is_err());
     }
 }
