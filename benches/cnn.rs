@@ -18,7 +18,7 @@ use burn::nn::pool::MaxPool2dConfig;
 use burn::tensor::{Device, Distribution, Int, Tensor, activation};
 use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use sgmcmc::apps::device::DeviceChoice;
+use sgmcmc::engine::DeviceChoice;
 use sgmcmc::models::conv_gemm::{conv_pool_relu_nhwc, conv2d_nhwc};
 use sgmcmc::models::posterior::Batch;
 use sgmcmc::models::{Cnn, Network, Targets};

@@ -9,8 +9,8 @@
 //! ndarray CNN).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor};
+use sgmcmc::engine::DeviceChoice;
 use sgmcmc::models::mlp::MlpPosterior;
 use sgmcmc::models::posterior::Batch;
 use sgmcmc::models::{Likelihood, Network, Posterior, Scale, Targets};

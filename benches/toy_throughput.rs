@@ -3,7 +3,7 @@
 //! of one `[P, 2]` tensor). Criterion's "elements/s" is chain-steps/s.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sgmcmc::apps::device::DeviceChoice;
+use sgmcmc::engine::DeviceChoice;
 use sgmcmc::samplers::density::particles::Particles;
 use sgmcmc::samplers::ensemble::{HostEnsemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;

@@ -13,12 +13,12 @@
 mod common;
 
 use common::cli::{dir_in, seeded_energies, tmp};
-use sgmcmc::apps::device::DeviceChoice;
-use sgmcmc::apps::experiment::execute;
 use sgmcmc::apps::images::Images;
 use sgmcmc::apps::images::config::ImagesConfig;
 use sgmcmc::apps::images::data::ImagesData;
 use sgmcmc::apps::images::run::{Stop, read_checkpoint};
+use sgmcmc::engine::DeviceChoice;
+use sgmcmc::engine::experiment::execute;
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 

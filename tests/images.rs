@@ -8,12 +8,12 @@ mod common;
 use std::path::Path;
 
 use common::cli::{dir_in, fails_with, predict_classes, sgmcmc, succeeds, tmp};
-use sgmcmc::apps::device::DeviceChoice;
-use sgmcmc::apps::experiment::execute;
 use sgmcmc::apps::images::Images;
 use sgmcmc::apps::images::config::ImagesConfig;
 use sgmcmc::apps::images::data::ImagesData;
 use sgmcmc::apps::images::run::{Record, Stop, read_checkpoint};
+use sgmcmc::engine::DeviceChoice;
+use sgmcmc::engine::experiment::execute;
 
 /// One run at a time: burn-flex reduces on the shared rayon pool, where a concurrent test can
 /// change the summation order (see `tests/mnist.rs`).

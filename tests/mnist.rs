@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use common::cli::{fails_with, predict_classes};
 
-use sgmcmc::apps::device::DeviceChoice;
-use sgmcmc::apps::experiment::execute;
 use sgmcmc::apps::mnist::Mnist;
 use sgmcmc::apps::mnist::config::MnistConfig;
 use sgmcmc::apps::mnist::data::MnistData;
 use sgmcmc::apps::mnist::run::{Stop, read_checkpoint};
 use sgmcmc::data::mnist::write_synthetic;
+use sgmcmc::engine::DeviceChoice;
+use sgmcmc::engine::experiment::execute;
 
 /// The tests of this binary run one at a time: burn-flex reduces on the shared rayon pool, and
 /// rayon splits work adaptively, so a concurrent test can change the summation order (seen once

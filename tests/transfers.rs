@@ -20,9 +20,9 @@
 
 mod common;
 
-use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::module::{Module, ModuleVisitor, Param};
 use sgmcmc::burn::tensor::{Device, Distribution, Int, Tensor};
+use sgmcmc::engine::DeviceChoice;
 use sgmcmc::engine::init;
 use sgmcmc::models::nll::NllFn;
 use sgmcmc::models::posterior::{Batch, Posterior, Scale};

@@ -7,8 +7,8 @@ pub mod mpi;
 pub mod nets;
 pub mod scratch;
 
-use sgmcmc::apps::device::DeviceChoice;
 use sgmcmc::burn::tensor::Device;
+use sgmcmc::engine::DeviceChoice;
 
 /// Every tensor device compiled in (flex, ndarray, wgpu with `--features wgpu`), with a factor
 /// to scale work by: wgpu through a software Vulkan driver runs ~100 small steps/s, so its tests

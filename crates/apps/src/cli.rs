@@ -7,11 +7,11 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::demo;
-use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{apply_sets, check_flags_vs_sets, check_sets_read, flags_over, with_config};
 use crate::toy::{self, ToyConfig};
+use sgmcmc_engine::DeviceChoice;
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
 #[derive(Debug, Parser)]

@@ -43,7 +43,9 @@ impl From<sgmcmc_engine::RunError> for AppError {
         match e {
             R::Sampler(e) => e.into(),
             // Files that cannot be read or written (a checkpoint, saved samples).
-            R::Io { .. } | R::Malformed { .. } | R::Batch(_) => Self::Input(e.to_string()),
+            R::Io { .. } | R::Malformed { .. } | R::Input(_) | R::Batch(_) => {
+                Self::Input(e.to_string())
+            }
             R::Setting(_) => Self::Usage(e.to_string()),
             R::Diverged { .. } | R::Observer(_) => Self::Run(e.to_string()),
         }

@@ -51,6 +51,16 @@ pub fn check_chains(name: &str, chains: usize) -> Result<(), AppError> {
     }
 }
 
+/// Refuses a training set of `n` images smaller than one minibatch of `batch`.
+pub fn check_batch_fits(n: usize, batch: usize) -> Result<(), AppError> {
+    if n < batch {
+        return Err(AppError::Input(format!(
+            "{n} training images, fewer than the batch size {batch}"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,5 @@
 //! Run directories and atomic file writes (temp file + rename: nothing is left half-written).
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -33,155 +32,32 @@ pub struct Force {
     pub force: bool,
 }
 
-/// Whether the folder entry `name` is one of `own` or the temp file of one ([`temp_path`]).
-/// A pattern is an exact name, or ends in `#` (one or more ASCII digits: `seed-#` is `seed-0`,
-/// `seed-12`, not a user's `seed-bank`) or in `*` (any rest: `checkpoint.rank-*`).
-fn is_own(name: &str, own: &[&str]) -> bool {
-    own.iter().any(|o| {
-        let temp = temp_path(Path::new(o));
-        if let Some(prefix) = o.strip_suffix('#') {
-            name.strip_prefix(prefix)
-                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-        } else if let Some(prefix) = o.strip_suffix('*') {
-            name.starts_with(prefix)
-        } else {
-            name == *o || temp.as_os_str() == name
-        }
-    })
+pub use sgmcmc_engine::run_dir::LOCK_FILE;
+use sgmcmc_engine::run_dir::{self, Lock};
+
+/// Says on stderr that a run folder goes unguarded (a file system without locks).
+fn warn_unguarded(lock: Lock) {
+    if let Lock::Unguarded(warning) = lock {
+        eprintln!("{warning}");
+    }
 }
 
-/// The lock file of a run folder ([`lock_run_dir`]).
-pub const LOCK_FILE: &str = ".sgmcmc.lock";
-
-/// The run folders this process holds locked (until it exits).
-static LOCKS: std::sync::Mutex<Vec<(PathBuf, fs::File)>> = std::sync::Mutex::new(Vec::new());
-
-/// Takes the lock of the run folder `dir` (an advisory lock on `dir/.sgmcmc.lock`, held until
-/// the process exits, released by the system if it dies): a second run into the folder, a
-/// `--force` that would delete a live run's files or a `--resume` of a running run is refused
-/// in one line instead of mixing or deleting its files. Taking a folder this process already
-/// holds is a no-op, and so is a folder that does not exist (a `--resume` of it fails on its
-/// own). In a distributed run only rank 0 takes it.
+/// Takes the lock of the run folder `dir` ([`run_dir::lock_run_dir`]).
 pub fn lock_run_dir(dir: &Path) -> Result<(), AppError> {
-    if !dir.is_dir() {
-        return Ok(());
-    }
-    let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let mut held = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
-    if held.iter().any(|(p, _)| *p == key) {
-        return Ok(());
-    }
-    let path = dir.join(LOCK_FILE);
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| {
-            AppError::Input(format!(
-                "output folder {} is not writable (its lock {LOCK_FILE}: {e})",
-                dir.display()
-            ))
-        })?;
-    match file.try_lock() {
-        Ok(()) => held.push((key, file)),
-        Err(fs::TryLockError::WouldBlock) => {
-            return Err(AppError::Usage(format!(
-                "output folder {} is in use by another sgmcmc run; wait for it to end or \
-                 choose another --out",
-                dir.display()
-            )));
-        }
-        // A file system without locks (some network mounts): the run goes on unguarded.
-        Err(fs::TryLockError::Error(e)) => {
-            eprintln!(
-                "warning: cannot lock {} ({e}); nothing keeps another run out of this folder",
-                path.display()
-            );
-        }
-    }
+    warn_unguarded(run_dir::lock_run_dir(dir)?);
     Ok(())
 }
 
-/// The run folder of a fresh run: `dir` created if missing and locked ([`lock_run_dir`]),
-/// refused if it holds anything (files of an earlier run would mix with this run's: a stale
-/// `summary.json` beside a new checkpoint looks like a finished run) unless `force`, which
-/// first deletes the entries of `dir` named in `own`, the files and folders the command writes
-/// (folders with everything in them), and leaves every other entry alone.
+/// The run folder of a fresh run ([`run_dir::fresh_run_dir`]): created, locked, and empty
+/// unless `force`, which deletes the entries named in `own` first.
 pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<PathBuf, AppError> {
-    if dir.is_file() {
-        return Err(AppError::Input(format!(
-            "output folder {} is a file",
-            dir.display()
-        )));
-    }
-    run_dir(dir)?;
-    lock_run_dir(dir)?;
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries
-            .map(|e| e.map(|e| e.file_name()))
-            .filter(|e| !matches!(e, Ok(n) if n == LOCK_FILE))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| AppError::Input(format!("cannot list {}: {e}", dir.display())))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) if dir.is_file() => {
-            return Err(AppError::Input(format!(
-                "output folder {} is a file ({e})",
-                dir.display()
-            )));
-        }
-        Err(e) => {
-            return Err(AppError::Input(format!(
-                "cannot read output folder {}: {e}",
-                dir.display()
-            )));
-        }
-    };
-    if !entries.is_empty() && !force {
-        return Err(AppError::Usage(format!(
-            "output folder {} is not empty; pass --force to replace the earlier run's files \
-             in it, or choose another --out",
-            dir.display()
-        )));
-    }
-    for name in entries {
-        let path = dir.join(&name);
-        if !is_own(&name.to_string_lossy(), own) {
-            continue;
-        }
-        let removed = if path.is_dir() {
-            fs::remove_dir_all(&path)
-        } else {
-            fs::remove_file(&path)
-        };
-        removed.map_err(|e| AppError::Input(format!("cannot remove {}: {e}", path.display())))?;
-    }
-    run_dir(dir)?;
-    // A folder that cannot take a file is refused now, not after the run.
-    let probe = dir.join(".sgmcmc-write-test");
-    write_atomic(&probe, b"")
-        .and_then(|()| {
-            fs::remove_file(&probe)
-                .map_err(|e| AppError::Input(format!("cannot remove {}: {e}", probe.display())))
-        })
-        .map_err(|e| {
-            AppError::Input(format!(
-                "output folder {} is not writable ({e})",
-                dir.display()
-            ))
-        })?;
+    warn_unguarded(run_dir::fresh_run_dir(dir, force, own)?);
     Ok(dir.to_path_buf())
 }
 
 /// Creates the run directory.
 pub fn run_dir(path: &Path) -> Result<PathBuf, AppError> {
-    fs::create_dir_all(path).map_err(|e| {
-        AppError::Input(format!(
-            "cannot create output directory {}: {e}",
-            path.display()
-        ))
-    })?;
+    run_dir::create_run_dir(path)?;
     Ok(path.to_path_buf())
 }
 

@@ -1,6 +1,8 @@
 //! Progress bars for long runs (hidden when stderr is not a terminal).
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressFinish, ProgressStyle};
+use sgmcmc_engine::Observer;
+use sgmcmc_samplers::sampler::Sampler;
 
 /// A progress bar over `total` steps, or a hidden one for short runs (< ~1 s of work).
 pub fn bar(total: u64, label: &str, show: bool) -> ProgressBar {
@@ -24,4 +26,32 @@ pub fn report(
 ) -> sgmcmc_engine::observers::ProgressReport<impl FnMut(u64, u64) + '_> {
     sgmcmc_engine::observers::ProgressReport::new(move |done, _total| bar.set_position(done))
         .updates(updates)
+}
+
+/// The terminal: lines on stdout, warnings on stderr, progress bars (the experiment skeleton's
+/// [`Console`](sgmcmc_engine::experiment::Console)).
+pub struct Terminal;
+
+impl sgmcmc_engine::experiment::Console for Terminal {
+    /// A bar that clears itself when the run's observers are dropped.
+    fn progress<S: Sampler>(
+        total: u64,
+        label: &str,
+        show: bool,
+        updates: u64,
+    ) -> Box<dyn Observer<S>> {
+        let bar = bar(total, label, show).with_finish(ProgressFinish::AndClear);
+        Box::new(
+            sgmcmc_engine::observers::ProgressReport::new(move |done, _| bar.set_position(done))
+                .updates(updates),
+        )
+    }
+
+    fn say(line: &str) {
+        println!("{line}");
+    }
+
+    fn warn(line: &str) {
+        eprintln!("{line}");
+    }
 }

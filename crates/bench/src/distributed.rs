@@ -33,8 +33,8 @@ use sgmcmc_testfunctions::by_name;
 
 use crate::{BenchArgs, Figure, cnn_workload, cpu_ns};
 use sgmcmc_apps::AppError;
-use sgmcmc_apps::distributed::Ranks;
 use sgmcmc_apps::output::{self, RunHeader};
+use sgmcmc_engine::Ranks;
 
 /// Wall and CPU seconds of `n` calls of `f`, per call.
 fn per_call(n: u64, mut f: impl FnMut() -> Result<(), AppError>) -> Result<(f64, f64), AppError> {

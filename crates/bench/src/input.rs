@@ -19,9 +19,9 @@ use sgmcmc_samplers::sampler::Sampler;
 use crate::gpu::warm_up;
 use crate::{BenchArgs, Figure, Step, paired, rate, resnet_sampler};
 use sgmcmc_apps::AppError;
-use sgmcmc_apps::data_record::DataRecord;
 use sgmcmc_apps::images::config::ImagesConfig;
 use sgmcmc_apps::images::data::{ImagesData, augmented_batches};
+use sgmcmc_engine::experiment::DataRecord;
 
 /// `n` random 3x32x32 images of 10 classes (a fixed xorshift stream).
 fn random_images(n: usize) -> Images {

@@ -35,8 +35,8 @@ use crate::resnet::{noise_rate, resnet_memory, resnet_rate, resnet_steps};
 pub use crate::timing::{Step, paired, rate};
 pub use crate::workloads::{cnn_workload, mlp_workload, resnet_sampler};
 use sgmcmc_apps::AppError;
-use sgmcmc_apps::device::DeviceChoice;
 use sgmcmc_apps::output::{self, RunHeader};
+use sgmcmc_engine::DeviceChoice;
 
 pub mod digits;
 pub mod distributed;

@@ -42,6 +42,10 @@ pub enum RunError {
     /// The run's own settings are invalid (e.g. zero steps, a thinning past the end).
     #[error("{0}")]
     Setting(String),
+    /// An input a command reads or a folder it writes cannot be used (a run folder that is a
+    /// file or cannot be written, data that changed since the run started).
+    #[error("{0}")]
+    Input(String),
     /// The batch source failed (e.g. a dataset item is missing).
     #[error("batches: {0}")]
     Batch(String),
@@ -65,7 +69,11 @@ impl RunError {
     pub fn exit_code(&self) -> i32 {
         match self {
             Self::Sampler(e) if !e.is_divergence() => 2,
-            Self::Io { .. } | Self::Malformed { .. } | Self::Setting(_) | Self::Batch(_) => 2,
+            Self::Io { .. }
+            | Self::Malformed { .. }
+            | Self::Setting(_)
+            | Self::Input(_)
+            | Self::Batch(_) => 2,
             _ => 1,
         }
     }

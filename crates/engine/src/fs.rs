@@ -59,6 +59,20 @@ pub fn sync_dir(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Writes `value` as TOML, atomically (a serialisation failure is [`RunError::Observer`]).
+pub fn write_toml(path: &Path, value: &impl serde::Serialize) -> Result<(), RunError> {
+    let text = toml::to_string_pretty(value).map_err(|e| RunError::Observer(e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// Writes `value` as pretty JSON, atomically (a serialisation failure is
+/// [`RunError::Observer`]).
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), RunError> {
+    let text =
+        serde_json::to_string_pretty(value).map_err(|e| RunError::Observer(e.to_string()))?;
+    write_atomic(path, text.as_bytes())
+}
+
 /// Creates `dir` (and its parents).
 pub fn create_dir(dir: &Path) -> Result<(), RunError> {
     fs::create_dir_all(dir).map_err(|e| RunError::io("cannot create folder", dir, e))

@@ -19,6 +19,9 @@
 //!   [`observers::ModelAverage`] average the kept models.
 //! * [`Ranks`]: chains over the processes of `mpirun` (feature `mpi`), or one process, with
 //!   the cross-rank agreement, gathering and failure rules.
+//! * [`experiment`]: the skeleton of a network experiment on one process or over the ranks
+//!   (build, drive, checkpoint with the run's record, resume from the folder alone, report on
+//!   rank 0), with [`run_dir`] (locked run folders) and [`DeviceChoice`] (a device by name).
 //! * [`SavedPosterior`]: the models a run saved, loaded back to predict.
 //! * [`init`]: chains initialised from the run's seed; [`tuning`]: energy partitions and step
 //!   sizes from pilot runs.
@@ -29,7 +32,9 @@
 pub mod batches;
 pub mod checkpoint;
 pub mod checkpoint_parts;
+pub mod device;
 pub mod error;
+pub mod experiment;
 pub mod fs;
 pub mod init;
 #[cfg(feature = "learner")]
@@ -42,6 +47,7 @@ pub mod posterior;
 pub mod prefetch;
 pub mod ranks;
 pub mod run;
+pub mod run_dir;
 pub mod safetensors;
 pub mod tensors;
 pub mod tuning;
@@ -49,6 +55,7 @@ pub mod zarr;
 
 pub use batches::{BatchSource, DatasetBatches, IndexBatches, Repeat};
 pub use checkpoint::{Checkpoint, Checkpoints};
+pub use device::DeviceChoice;
 pub use error::RunError;
 pub use observer::{Kept, Observer, Progress};
 pub use posterior::{SampleRow, SavedPosterior};

@@ -22,10 +22,10 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings, SamplerSpec};
 use sgmcmc_samplers::sampler::Sampler;
 
-use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output::{self, RunHeader};
 use crate::{plot, progress};
+use sgmcmc_engine::DeviceChoice;
 
 /// The single-chain samplers `sgmcmc digits` runs (the BlackJAX comparison's kernels).
 pub const DIGITS_SAMPLERS: &[&str] = &["sgld", "sghmc", "psgld", "sgnht", "sgd", "msgd"];

@@ -1,12 +1,10 @@
 //! `--distributed`: a command's chains spread over the ranks of `mpirun` (feature `mpi`).
 //!
-//! The cross-rank rules are the engine's ([`sgmcmc_engine::ranks`]); this module joins the job
-//! from the command line (with the one-line error of a binary built without MPI), names the
-//! files a distributed run adds to its folder, and says how to continue one.
+//! The cross-rank rules are the engine's ([`sgmcmc_engine::ranks`], and the experiment
+//! skeleton's resume, [`sgmcmc_engine::experiment::Resume`]); this module joins the job from the
+//! command line, with the one-line error of a binary built without MPI.
 
-mod resume;
-
-pub use resume::{Resume, one_process_error, resume_command};
+pub use sgmcmc_engine::experiment::{Resume, one_process_error, resume_command};
 pub use sgmcmc_engine::ranks::{Ranks, diverged_chain, join_columns};
 
 use crate::error::AppError;
@@ -33,15 +31,4 @@ pub fn ranks_of(distributed: bool) -> Result<Ranks, AppError> {
     } else {
         Ok(Ranks::local())
     }
-}
-
-/// The command that continues the run of `sgmcmc COMMAND` in `dir` on `ranks`.
-pub fn resume_on(ranks: &Ranks, command: &str, dir: &std::path::Path) -> String {
-    resume_command(command, dir, ranks.is_distributed().then(|| ranks.size()))
-}
-
-/// `files` (what a command writes into its run folder) and the checkpoint parts of a
-/// distributed run: what a fresh run with `--force` deletes first.
-pub fn with_parts(files: &[&'static str]) -> Vec<&'static str> {
-    files.iter().copied().chain(["checkpoint.rank-*"]).collect()
 }

@@ -18,7 +18,8 @@ use sgmcmc_engine::{BatchSource, IndexBatches, RunError};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
-use crate::data_record::{DataDigest, DataRecord};
+use sgmcmc_engine::experiment::{DataDigest, DataRecord};
+
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 
@@ -167,7 +168,7 @@ impl ImagesData {
                 train.cols
             )));
         }
-        crate::data_record::check_batch_fits(train.len(), config.batch)?;
+        crate::limits::check_batch_fits(train.len(), config.batch)?;
         let mut digest = DataDigest::default();
         for set in [&train, &test, &ood] {
             digest

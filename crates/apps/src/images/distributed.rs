@@ -24,8 +24,8 @@ use super::eval::probabilities;
 use super::run::{ImagesSampler, Stop};
 use super::{FILES, Images, ImagesArgs, config_of, out_dir};
 use crate::error::AppError;
-use crate::experiment::{Launch, run_distributed};
 use crate::overrides::ConfigFile;
+use sgmcmc_engine::experiment::{Launch, run_distributed};
 
 /// One chain's predictions at an evaluation: on the test set, and, if its network joins the
 /// model average, on the out-of-distribution set (where the run has one). A rank computes
@@ -118,5 +118,6 @@ pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
         force: a.force.force,
         quiet: a.quiet,
     };
-    run_distributed::<Images>(resolve, (&root, FILES), launch, stop)
+    let ranks = crate::distributed::join()?;
+    run_distributed::<Images>(&ranks, resolve, (&root, FILES), launch, stop)
 }

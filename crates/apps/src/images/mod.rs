@@ -28,8 +28,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::device::DeviceChoice;
-use crate::distributed::with_parts;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
@@ -37,6 +35,8 @@ use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
 use run::Stop;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::with_parts;
 
 /// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]
@@ -146,9 +146,9 @@ pub const FILES: &[&str] = &[
     "ood_entropy.csv",
     "ood_entropy_cdf.png",
     "summary.json",
-    crate::experiment::TRACE_FILE,
-    crate::experiment::MODEL_FILE,
-    crate::experiment::SAMPLES_DIR,
+    sgmcmc_engine::experiment::TRACE_FILE,
+    sgmcmc_engine::experiment::MODEL_FILE,
+    sgmcmc_engine::experiment::SAMPLES_DIR,
 ];
 
 /// The configuration `a` asks for: the preset (generic or a table row), the config file laid
@@ -198,7 +198,7 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
     Ok(c)
 }
 
-/// `sgmcmc images` in the experiment skeleton ([`crate::experiment`]; its filling is in
+/// `sgmcmc images` in the experiment skeleton ([`sgmcmc_engine::experiment`]; its filling is in
 /// [`mod@run`]).
 pub struct Images;
 
@@ -249,7 +249,7 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     };
     if let Some(dir) = &a.resume {
         let ranks = crate::distributed::ranks_of(a.distributed)?;
-        return crate::experiment::resume::<Images>(&ranks, dir, stop, a.quiet);
+        return sgmcmc_engine::experiment::resume::<Images>(&ranks, dir, stop, a.quiet);
     }
     if a.distributed {
         return distributed::run(a, stop);
@@ -259,6 +259,8 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     let dir = out_dir(a, &config);
     let dir = fresh_run_dir(&dir, a.force.force, &with_parts(FILES))?;
     let data = ImagesData::load(&crate::output::data_root(a.data_dir.as_deref()), &config)?;
-    crate::experiment::execute::<Images>(&config, &data, &dir, a.device, None, stop, a.quiet)?;
+    sgmcmc_engine::experiment::execute::<Images>(
+        &config, &data, &dir, a.device, None, stop, a.quiet,
+    )?;
     Ok(())
 }

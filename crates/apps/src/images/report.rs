@@ -20,7 +20,6 @@ use serde::Serialize;
 use sgmcmc_engine::observers::TraceSummary;
 
 use crate::error::AppError;
-use crate::experiment::write_trace;
 use crate::images::config::ImagesConfig;
 use crate::images::data::ImagesData;
 use crate::images::eval::{Metrics, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy};
@@ -28,6 +27,7 @@ use crate::images::presets::{PaperColumns, paper_row};
 use crate::images::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
 use crate::plot;
+use sgmcmc_engine::experiment::write_trace;
 
 /// `summary.json` of a run.
 #[derive(Clone, Debug, Serialize)]

@@ -27,11 +27,8 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
-use crate::data_record::DataRecord;
-use crate::device::DeviceChoice;
 use crate::distributed::{Ranks, join_columns};
 use crate::error::AppError;
-use crate::experiment::{NetExperiment, Schedule, Session, drive};
 use crate::images::Images;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{ImagesData, TrainBatcher, augmented_batches};
@@ -42,7 +39,8 @@ use crate::images::eval::{
 use crate::images::swag::{draws, trainable_values};
 use crate::predict::SavedModel;
 use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
-use crate::run_meta::RunMeta;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -127,7 +125,7 @@ pub type ImagesMeta = RunMeta<ImagesConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(ImagesMeta, Checkpoint), AppError> {
-    crate::experiment::read_checkpoint::<Images>(dir)
+    sgmcmc_engine::experiment::read_checkpoint::<Images>(dir)
 }
 
 /// Steps per epoch.
@@ -397,6 +395,8 @@ impl Observer<ImagesSampler> for Recorder<'_> {
 impl NetExperiment for Images {
     const COMMAND: &'static str = "images";
     const NOT_OURS: &'static str = "not an images checkpoint";
+    type Error = AppError;
+    type Console = crate::progress::Terminal;
     type Config = ImagesConfig;
     type Data = ImagesData;
     type Network = ImageClassifier;
@@ -524,6 +524,7 @@ impl NetExperiment for Images {
                     shape: [data.train.channels, data.train.rows, data.train.cols],
                     normaliser: data.normaliser.clone(),
                 })
+                .describe::<Images>()
             }),
         };
         let batches = augmented_batches(config, data, device)?;

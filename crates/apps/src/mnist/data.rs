@@ -10,7 +10,9 @@ use sgmcmc_data::{ImageData, ImageSet};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
-use crate::data_record::{DataDigest, DataRecord};
+use sgmcmc_engine::experiment::{DataDigest, DataRecord};
+
+use crate::digest::DigestData;
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 
@@ -70,7 +72,7 @@ impl MnistData {
                 train.rows, train.cols
             )));
         }
-        crate::data_record::check_batch_fits(train.len(), config.batch)?;
+        crate::limits::check_batch_fits(train.len(), config.batch)?;
         let mut digest = DataDigest::default();
         for set in [&train, &test, &heldout].into_iter().chain(&fashion) {
             digest.images(set);

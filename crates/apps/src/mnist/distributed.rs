@@ -1,14 +1,14 @@
 //! `sgmcmc mnist --distributed`: one run's chains over the ranks of `mpirun`. Every rank
 //! resolves the same configuration and loads the same data; rank 0 prepares the run folder
-//! and writes the outputs ([`crate::experiment::run_distributed`]).
+//! and writes the outputs ([`sgmcmc_engine::experiment::run_distributed`]).
 
 use std::path::PathBuf;
 
 use super::run::Stop;
 use super::{FILES, Mnist, MnistArgs, config_of, data_dir, preset_of, samplers_of};
 use crate::error::AppError;
-use crate::experiment::{Launch, run_distributed};
 use crate::overrides::ConfigFile;
+use sgmcmc_engine::experiment::{Launch, run_distributed};
 
 /// Runs the one sampler `a` names over the ranks of this MPI job.
 pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {
@@ -35,5 +35,6 @@ pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {
         force: a.force.force,
         quiet: a.quiet,
     };
-    run_distributed::<Mnist>(resolve, (&data_dir(a), FILES), launch, stop)
+    let ranks = crate::distributed::join()?;
+    run_distributed::<Mnist>(&ranks, resolve, (&data_dir(a), FILES), launch, stop)
 }

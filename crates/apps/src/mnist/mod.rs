@@ -34,14 +34,14 @@ use std::path::PathBuf;
 use clap::Args;
 use sgmcmc_samplers::control::WeightRule;
 
-use crate::device::DeviceChoice;
-use crate::distributed::with_parts;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::Stop;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::with_parts;
 
 /// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
 pub const STORY: &[&str] = &[
@@ -164,7 +164,7 @@ pub struct MnistArgs {
 
 /// What one run writes into its folder (the checkpoint, or a distributed run's manifest, the
 /// settings, the tables, figures and summary of [`report`]; a distributed run's checkpoint
-/// parts beside them, [`crate::distributed::with_parts`]).
+/// parts beside them, [`sgmcmc_engine::experiment::with_parts`]).
 pub const FILES: &[&str] = &[
     "checkpoint.cbor",
     "config.toml",
@@ -176,9 +176,9 @@ pub const FILES: &[&str] = &[
     "entropy.csv",
     "entropy_cdf.png",
     "summary.json",
-    crate::experiment::TRACE_FILE,
-    crate::experiment::MODEL_FILE,
-    crate::experiment::SAMPLES_DIR,
+    sgmcmc_engine::experiment::TRACE_FILE,
+    sgmcmc_engine::experiment::MODEL_FILE,
+    sgmcmc_engine::experiment::SAMPLES_DIR,
 ];
 
 fn data_dir(a: &MnistArgs) -> PathBuf {
@@ -227,7 +227,7 @@ pub fn config_of(
     Ok(c)
 }
 
-/// `sgmcmc mnist` in the experiment skeleton ([`crate::experiment`]; its filling is in
+/// `sgmcmc mnist` in the experiment skeleton ([`sgmcmc_engine::experiment`]; its filling is in
 /// [`mod@run`]).
 pub struct Mnist;
 
@@ -283,7 +283,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     };
     if let Some(dir) = &a.resume {
         let ranks = crate::distributed::ranks_of(a.distributed)?;
-        return crate::experiment::resume::<Mnist>(&ranks, dir, stop, a.quiet);
+        return sgmcmc_engine::experiment::resume::<Mnist>(&ranks, dir, stop, a.quiet);
     }
     if a.distributed {
         return distributed::run(a, stop);
@@ -328,7 +328,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             Some(d) => d,
             None => data.insert(MnistData::load(&data_dir(a), config)?),
         };
-        crate::experiment::execute::<Mnist>(config, d, dir, a.device, None, stop, a.quiet)?;
+        sgmcmc_engine::experiment::execute::<Mnist>(config, d, dir, a.device, None, stop, a.quiet)?;
     }
     if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {
         compare::compare(&dirs, &out)?;

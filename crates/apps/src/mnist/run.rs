@@ -34,18 +34,16 @@ use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::StepReport;
 
-use crate::data_record::DataRecord;
-use crate::device::DeviceChoice;
 use crate::distributed::Ranks;
 use crate::error::AppError;
-use crate::experiment::{NetExperiment, Schedule, Session, drive};
 use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
 use crate::predict::SavedModel;
 use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
-use crate::run_meta::RunMeta;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -105,7 +103,7 @@ pub type MnistMeta = RunMeta<MnistConfig>;
 
 /// Reads a run directory's checkpoint and what it records.
 pub fn read_checkpoint(dir: &Path) -> Result<(MnistMeta, Checkpoint), AppError> {
-    crate::experiment::read_checkpoint::<Mnist>(dir)
+    sgmcmc_engine::experiment::read_checkpoint::<Mnist>(dir)
 }
 
 /// The sampler of a run.
@@ -304,6 +302,8 @@ impl NetExperiment for Mnist {
     const COMMAND: &'static str = "mnist";
     const NOT_OURS: &'static str =
         "not an mnist checkpoint with its data record, or one from an older sgmcmc";
+    type Error = AppError;
+    type Console = crate::progress::Terminal;
     type Config = MnistConfig;
     type Data = MnistData;
     type Network = Cnn;
@@ -384,7 +384,9 @@ impl NetExperiment for Mnist {
             stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
             progress_every: 1000,
             keep: Box::new(keeps(config, per_epoch)),
-            save: config.save_samples.then(|| saved_model(config, data)),
+            save: config
+                .save_samples
+                .then(|| saved_model(config, data).describe::<Mnist>()),
         };
         let mut batches = batches(config, data, device)?;
         let trace = drive(

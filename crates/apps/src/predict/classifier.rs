@@ -84,7 +84,7 @@ pub fn predict(
 ) -> Result<ClassPredictions, AppError> {
     let k = input.classes;
     let set = read_images(data, labels, input)?;
-    let posterior = SavedPosterior::open(&dir.join(crate::experiment::SAMPLES_DIR))?;
+    let posterior = SavedPosterior::open(&dir.join(sgmcmc_engine::experiment::SAMPLES_DIR))?;
     let mean = match &input.network {
         ClassifierNetwork::ImageClassifier { model, width } => {
             let arch: Architecture = model.parse().map_err(|e| {

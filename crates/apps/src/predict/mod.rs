@@ -26,9 +26,9 @@ use sgmcmc_data::Standardizer;
 use sgmcmc_engine::SavedPosterior;
 use sgmcmc_models::{Mlp, MlpConfig, Network};
 
-use crate::device::DeviceChoice;
 use crate::error::AppError;
 use crate::output;
+use sgmcmc_engine::DeviceChoice;
 
 /// Options of `sgmcmc predict`.
 #[derive(Debug, clap::Args)]
@@ -70,7 +70,15 @@ pub enum SavedModel {
 impl SavedModel {
     /// Writes `dir/model.json`.
     pub fn write(&self, dir: &Path) -> Result<(), AppError> {
-        output::write_json(&dir.join(crate::experiment::MODEL_FILE), self)
+        output::write_json(&dir.join(sgmcmc_engine::experiment::MODEL_FILE), self)
+    }
+
+    /// [`Self::write`] once, into the run folder the experiment skeleton gives it.
+    pub fn describe<E>(self) -> sgmcmc_engine::experiment::DescribeSamples<E>
+    where
+        E: sgmcmc_engine::experiment::NetExperiment<Error = AppError>,
+    {
+        Box::new(move |dir| self.write(dir))
     }
 
     fn read(dir: &Path) -> Result<Self, AppError> {

@@ -6,8 +6,8 @@ use sgmcmc_testfunctions::Noise;
 
 #[cfg(feature = "fault-injection")]
 use super::fault::Fault;
-use crate::device::DeviceChoice;
 use crate::error::AppError;
+use sgmcmc_engine::DeviceChoice;
 use sgmcmc_testfunctions::TargetChoice;
 
 /// Starting points of the chains.
@@ -26,7 +26,7 @@ pub enum Init {
 #[serde(default, deny_unknown_fields)]
 pub struct ToyConfig {
     /// Target: a name (`sgmcmc toy --list`) or a `[target]` table describing the user's own
-    /// density (a Gaussian mixture, see [`super::target_spec`]).
+    /// density (a Gaussian mixture, see [`sgmcmc_testfunctions::spec`]).
     pub target: TargetChoice,
     /// The sampler (`sgmcmc toy --list` names them) and its hyper-parameters.
     pub sampler: SamplerSettings,

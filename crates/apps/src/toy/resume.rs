@@ -12,6 +12,8 @@ use super::run::{Persist, ToyOutcome, run_toy_on};
 use crate::cli::{ToyArgs, report_toy};
 use crate::distributed::{Ranks, Resume, resume_command};
 use crate::error::AppError;
+use crate::progress::Terminal;
+use sgmcmc_engine::experiment::Console;
 
 /// The checkpoint file (the manifest of a distributed run) in a run folder.
 pub const CHECKPOINT: &str = "checkpoint.cbor";
@@ -99,7 +101,7 @@ pub fn finish_distributed(
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
     let ranks = crate::distributed::ranks_of(a.distributed)?;
-    let resume = Resume::read(&path, &ranks, "toy", dir)?;
+    let resume = Resume::read::<AppError>((&path, dir), &ranks, "toy", &Terminal::warn)?;
     let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
     ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;
     let persist = Persist {

@@ -64,6 +64,8 @@ use super::contour_stats::ContourStats;
 use super::swap_variance;
 use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
+use crate::progress::Terminal;
+use sgmcmc_engine::experiment::Console;
 
 /// The observation noise model of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -665,7 +667,8 @@ where
         let meta = sgmcmc_engine::observer::encode(run)?;
         // Rank 0 looks for a manifest (each rank's part sits beside it).
         if f.resume && ranks.broadcast(path.exists())? {
-            let resume = Resume::read(&path, ranks, "uci", f.run_dir())?;
+            let resume =
+                Resume::read::<AppError>((&path, f.run_dir()), ranks, "uci", &Terminal::warn)?;
             ranks.agree(resume.check_chains(&path, layout.total(), ranks))?;
             ranks.agree(same_settings(&path, &resume.checkpoint.meta, run))?;
             r = resume.apply(r);

@@ -1,6 +1,10 @@
-//! What data a run read: the folder and a SHA-256 digest of the values read from it, recorded
-//! with the run (`config.toml`, checkpoint meta) so that `--resume` continues on the same data
-//! and refuses data that changed.
+//! What a command's checkpoints record beside the sampler (the engine's `meta` bytes): the
+//! run's settings, the data it read and its device ([`RunMeta`]), so that a resume continues
+//! the run from its folder alone.
+//!
+//! The data is recorded as its folder and a SHA-256 digest of the values read from it
+//! ([`DataRecord`]; also in a command's `config.toml`), so that a resume continues on the same
+//! data and refuses data that changed.
 //!
 //! The digest covers the values the run uses (rows, targets, splits, images, labels; each
 //! slice prefixed by its length), not the bytes of the files: a compressed copy of the same
@@ -9,10 +13,27 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_data::{ImageSet, UciDataset};
 use sha2::{Digest, Sha256};
 
-use crate::error::AppError;
+use crate::device::DeviceChoice;
+use crate::error::RunError;
+
+/// The record of a run with settings `C`: what its checkpoints carry as their meta.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta<C> {
+    /// The settings.
+    pub config: C,
+    /// The data folder read and the digest of what was read.
+    pub data: DataRecord,
+    /// The device the run computes on.
+    pub device: DeviceChoice,
+}
+
+/// The checkpoint file of a run folder (the engine's format; its `meta` is the run's
+/// [`RunMeta`] in CBOR).
+pub fn checkpoint_path(dir: &Path) -> PathBuf {
+    dir.join("checkpoint.cbor")
+}
 
 /// The data a run read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,25 +75,6 @@ impl DataDigest {
         self
     }
 
-    /// Feeds a UCI data set: rows, targets and splits.
-    pub fn uci(&mut self, d: &UciDataset) -> &mut Self {
-        for row in &d.x {
-            self.reals(row);
-        }
-        self.reals(&d.y);
-        for s in &d.splits {
-            self.counts(&s.train).counts(&s.test);
-        }
-        self
-    }
-
-    /// Feeds an image set: its shape, pixels and labels.
-    pub fn images(&mut self, s: &ImageSet) -> &mut Self {
-        self.counts(&[s.rows, s.cols])
-            .bytes(&s.images)
-            .bytes(&s.labels)
-    }
-
     /// The hex digest.
     pub fn finish(self) -> String {
         self.0
@@ -85,9 +87,9 @@ impl DataDigest {
 
 impl DataRecord {
     /// The record of `digest` read from `dir` (made absolute).
-    pub fn new(dir: &Path, digest: DataDigest) -> Result<Self, AppError> {
+    pub fn new(dir: &Path, digest: DataDigest) -> Result<Self, RunError> {
         let dir = std::fs::canonicalize(dir)
-            .map_err(|e| AppError::Input(format!("cannot resolve {}: {e}", dir.display())))?;
+            .map_err(|e| RunError::Input(format!("cannot resolve {}: {e}", dir.display())))?;
         Ok(Self {
             dir,
             sha256: digest.finish(),
@@ -96,7 +98,7 @@ impl DataRecord {
 
     /// Checks that `now`, the data `--resume` read from the recorded folder, is the data the
     /// run started on.
-    pub fn check(&self, now: &DataRecord) -> Result<(), AppError> {
+    pub fn check(&self, now: &DataRecord) -> Result<(), RunError> {
         self.same_as(now, |then, found| {
             format!(
                 "--resume: the data in {} changed since the run started (SHA-256 {then} then, \
@@ -109,7 +111,7 @@ impl DataRecord {
     /// Checks that `now`, the data a repeat of a run's `config.toml` (`path`) read, is the data
     /// that file records: a run repeated on other data would report its energies beside the
     /// recorded data set's figures.
-    pub fn check_repeat(&self, now: &DataRecord, path: &Path) -> Result<(), AppError> {
+    pub fn check_repeat(&self, now: &DataRecord, path: &Path) -> Result<(), RunError> {
         self.same_as(now, |then, found| {
             format!(
                 "{}: its [data] records SHA-256 {then} (read from {}), but {} holds {found}: \
@@ -128,27 +130,17 @@ impl DataRecord {
         &self,
         now: &DataRecord,
         message: impl FnOnce(&str, &str) -> String,
-    ) -> Result<(), AppError> {
+    ) -> Result<(), RunError> {
         let short = |sha: &str| sha[..12.min(sha.len())].to_string();
         if self.sha256 == now.sha256 {
             Ok(())
         } else {
-            Err(AppError::Input(message(
+            Err(RunError::Input(message(
                 &short(&self.sha256),
                 &short(&now.sha256),
             )))
         }
     }
-}
-
-/// Refuses a training set of `n` images smaller than one minibatch of `batch`.
-pub fn check_batch_fits(n: usize, batch: usize) -> Result<(), AppError> {
-    if n < batch {
-        return Err(AppError::Input(format!(
-            "{n} training images, fewer than the batch size {batch}"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

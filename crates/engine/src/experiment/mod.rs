@@ -1,17 +1,27 @@
-//! The skeleton of a network experiment (`mnist`, `images`): what every such command does the
-//! same way, on one process or over the ranks of `mpirun`.
+//! The skeleton of a network experiment (the command line's `mnist` and `images`): what every
+//! such experiment does the same way, on one process or over the ranks of `mpirun`.
 //!
-//! A command fills in [`NetExperiment`] (its settings, data, sampler, recorder and report); the
-//! skeleton then
+//! An experiment fills in [`NetExperiment`] (its settings, data, sampler, recorders and
+//! report); the skeleton then
 //!
 //! * builds the sampler on every rank ([`execute_on`]), trains it, and has rank 0 report the
 //!   finished run or say how to continue a stopped one;
 //! * continues a checkpointed run from its folder alone ([`resume`]): the settings, data folder
 //!   and device the checkpoint records, the data checked against the digest it records;
-//! * runs the engine loop the same way for every command ([`drive`]): the divergence guard, the
-//!   command's recorder, a progress bar, checkpoints carrying the run's [`RunMeta`], the early
-//!   stop and the resume, `config.toml` written first by rank 0;
+//! * runs the engine loop the same way for every experiment ([`drive`]): the divergence guard,
+//!   the experiment's recorders, its progress observer, checkpoints carrying the run's
+//!   [`RunMeta`], the early stop and the resume, `config.toml` written first by rank 0;
 //! * starts a run over the ranks of an MPI job ([`run_distributed`]).
+//!
+//! Beside it: the run's record ([`RunMeta`]: settings, data digest, device), continuing a
+//! checkpoint on one process or on as many ranks as wrote it ([`Resume`]). The skeleton prints
+//! nothing: lines for the user and progress go through the experiment's [`Console`].
+
+mod meta;
+mod resume;
+
+pub use meta::{DataDigest, DataRecord, RunMeta, checkpoint_path};
+pub use resume::{Resume, one_process_error, resume_command, with_parts};
 
 use std::path::{Path, PathBuf};
 
@@ -19,28 +29,26 @@ use burn::module::Module;
 use burn::tensor::Device;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sgmcmc_engine::observers::{
-    BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary,
-};
-use sgmcmc_engine::run::Length;
-use sgmcmc_engine::{BatchSource, Checkpoint, Checkpoints, Observer, Run};
 use sgmcmc_samplers::comm::ChainLayout;
 use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::Sampler;
 
-use crate::data_record::DataRecord;
 use crate::device::DeviceChoice;
-use crate::distributed::{Ranks, Resume, with_parts};
-use crate::error::AppError;
-use crate::output::{fresh_run_dir, write_toml};
-use crate::predict::SavedModel;
-use crate::progress;
-use crate::run_meta::{RunMeta, checkpoint_path};
+use crate::error::RunError;
+use crate::observers::{BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary};
+use crate::ranks::{JobError, Ranks};
+use crate::run::Length;
+use crate::run_dir::{Lock, fresh_run_dir};
+use crate::{BatchSource, Checkpoint, Checkpoints, Observer, Run};
 
 /// What a network experiment is made of; the skeleton's functions do the rest.
 pub trait NetExperiment: Sized {
     /// The command (`sgmcmc NAME`), as messages and resume commands name it.
     const COMMAND: &'static str;
+    /// What goes wrong (the skeleton's own errors arrive as [`RunError`]).
+    type Error: JobError;
+    /// Where the experiment's lines and progress go.
+    type Console: Console;
     /// What a checkpoint of another command (or an older sgmcmc) is called in the error.
     const NOT_OURS: &'static str;
     /// The run's settings (its `config.toml`).
@@ -61,7 +69,7 @@ pub trait NetExperiment: Sized {
     /// How many chains the settings run.
     fn chains(config: &Self::Config) -> usize;
     /// Reads the data the settings ask for under the data folder `root`.
-    fn load(root: &Path, config: &Self::Config) -> Result<Self::Data, AppError>;
+    fn load(root: &Path, config: &Self::Config) -> Result<Self::Data, Self::Error>;
     /// The data folder read and the digest of what was read.
     fn source(data: &Self::Data) -> &DataRecord;
     /// The sampler of `config` over this rank's block of the chains laid out over `ranks`, on
@@ -71,7 +79,7 @@ pub trait NetExperiment: Sized {
         data: &Self::Data,
         device: &Device,
         ranks: &Ranks,
-    ) -> Result<Self::Sampler, AppError>;
+    ) -> Result<Self::Sampler, Self::Error>;
     /// Runs (or continues) `session` with `sampler` (through [`drive`]) and returns the record:
     /// on rank 0 of a finished run every chain's, on the other ranks their own.
     fn train(
@@ -79,7 +87,7 @@ pub trait NetExperiment: Sized {
         data: &Self::Data,
         sampler: &mut Self::Sampler,
         device: &Device,
-    ) -> Result<Self::Record, AppError>;
+    ) -> Result<Self::Record, Self::Error>;
     /// How far a stopped run got (`after 3 of 10 epochs`), `None` when it is finished.
     fn stopped(config: &Self::Config, data: &Self::Data, record: &Self::Record) -> Option<String>;
     /// Rank 0 of a finished run: its files and summary line; `over` is ` over N ranks` for a
@@ -91,7 +99,23 @@ pub trait NetExperiment: Sized {
         device: DeviceChoice,
         record: &Self::Record,
         over: &str,
-    ) -> Result<(), AppError>;
+    ) -> Result<(), Self::Error>;
+}
+
+/// Where an experiment's lines for the user and its progress go: the skeleton prints nothing.
+pub trait Console {
+    /// The progress observer of a run of `total` steps of the sampler `label`, moved about
+    /// `updates` times (hidden unless `show`: rank 0 of a run that shows progress).
+    fn progress<S: Sampler>(
+        total: u64,
+        label: &str,
+        show: bool,
+        updates: u64,
+    ) -> Box<dyn Observer<S>>;
+    /// Rank 0's line for the user (a stopped run and how to continue it).
+    fn say(line: &str);
+    /// Rank 0's warning (a run folder that cannot be locked).
+    fn warn(line: &str);
 }
 
 /// One run of an experiment on this rank: its settings, where it writes, what it continues.
@@ -110,8 +134,11 @@ pub struct Session<'a, E: NetExperiment> {
     pub show_progress: bool,
 }
 
+/// Writes the description of a run's saved networks into its folder ([`MODEL_FILE`]).
+pub type DescribeSamples<E> = Box<dyn FnOnce(&Path) -> Result<(), <E as NetExperiment>::Error>>;
+
 /// How long [`drive`] runs and how often it checkpoints, in steps.
-pub struct Schedule {
+pub struct Schedule<E: NetExperiment> {
     /// The run's length (epochs of the batch source, or steps).
     pub length: Length,
     /// Its steps (the progress bar's length).
@@ -125,9 +152,9 @@ pub struct Schedule {
     /// The steps whose pre-move points are the run's draws (the models its average collects):
     /// the trace records their energies and log weights ([`Trace`]).
     pub keep: Box<dyn Fn(u64) -> bool>,
-    /// Save the draws' networks in `samples/`, described by this `model.json`, for `sgmcmc
-    /// predict` (one process).
-    pub save: Option<SavedModel>,
+    /// Save the draws' networks in `samples/`, described by what this writes (`model.json`),
+    /// for `sgmcmc predict` (one process).
+    pub save: Option<DescribeSamples<E>>,
 }
 
 /// The description of a run's saved networks ([`Schedule::save`]).
@@ -145,7 +172,7 @@ pub fn execute<E: NetExperiment>(
     resume: Option<Checkpoint>,
     stop: E::Stop,
     quiet: bool,
-) -> Result<E::Record, AppError> {
+) -> Result<E::Record, E::Error> {
     let ranks = Ranks::local();
     let session = Session::<E> {
         meta: RunMeta {
@@ -166,7 +193,7 @@ pub fn execute<E: NetExperiment>(
 pub fn execute_on<E: NetExperiment>(
     session: Session<'_, E>,
     data: &E::Data,
-) -> Result<E::Record, AppError> {
+) -> Result<E::Record, E::Error> {
     let (ranks, dir) = (session.ranks, session.dir);
     let (config, device_choice) = (session.meta.config.clone(), session.meta.device);
     let device = device_choice.tensor_device(E::COMMAND)?.autodiff();
@@ -174,11 +201,12 @@ pub fn execute_on<E: NetExperiment>(
     let record = E::train(session, data, &mut sampler, &device)?;
     ranks.on_leader(|| {
         if let Some(done) = E::stopped(&config, data, &record) {
-            let command = crate::distributed::resume_on(ranks, E::COMMAND, dir);
-            println!(
+            let on = ranks.is_distributed().then(|| ranks.size());
+            let command = resume_command(E::COMMAND, dir, on);
+            E::Console::say(&format!(
                 "{}: stopped {done}; continue with `{command}`",
                 E::sampler_name(&config)
-            );
+            ));
             return Ok(());
         }
         let over = if ranks.is_distributed() {
@@ -196,20 +224,21 @@ pub fn execute_on<E: NetExperiment>(
 pub fn read_checkpoint_on<E: NetExperiment>(
     dir: &Path,
     ranks: &Ranks,
-) -> Result<(RunMeta<E::Config>, Resume), AppError> {
+) -> Result<(RunMeta<E::Config>, Resume), E::Error> {
     let path = checkpoint_path(dir);
     Resume::read_meta(
         (&path, dir),
         ranks,
         (E::COMMAND, E::NOT_OURS),
         |m: &RunMeta<E::Config>| E::chains(&m.config),
+        &E::Console::warn,
     )
 }
 
 /// A one-process run folder's checkpoint and the settings it records.
 pub fn read_checkpoint<E: NetExperiment>(
     dir: &Path,
-) -> Result<(RunMeta<E::Config>, Checkpoint), AppError> {
+) -> Result<(RunMeta<E::Config>, Checkpoint), E::Error> {
     let (meta, r) = read_checkpoint_on::<E>(dir, &Ranks::local())?;
     Ok((meta, r.checkpoint))
 }
@@ -221,7 +250,7 @@ pub fn resume<E: NetExperiment>(
     dir: &Path,
     stop: E::Stop,
     quiet: bool,
-) -> Result<(), AppError> {
+) -> Result<(), E::Error> {
     let (meta, r) = read_checkpoint_on::<E>(dir, ranks)?;
     let data = ranks.agree(E::load(&meta.data.dir, &meta.config).and_then(|d| {
         meta.data.check(E::source(&d))?;
@@ -242,7 +271,7 @@ pub fn resume<E: NetExperiment>(
 /// Writes a finished run's trace ([`drive`]'s) as `trace.zarr` in `dir`, an ArviZ store
 /// (`scripts/arviz_trace.py`), and returns its diagnostics for `summary.json`. A run that kept
 /// no draw (every evaluation in the burn-in) writes no store; its diagnostics say 0 draws.
-pub fn write_trace(dir: &Path, trace: &TracePart) -> Result<TraceSummary, AppError> {
+pub fn write_trace(dir: &Path, trace: &TracePart) -> Result<TraceSummary, RunError> {
     let trace = Trace::from(trace.clone());
     let summary = trace.summary();
     if summary.draws > 0 {
@@ -265,18 +294,23 @@ pub struct Launch {
     pub quiet: bool,
 }
 
-/// One run over the ranks of this MPI job: every rank resolves the same settings and folder
-/// (`resolve`) and loads the same data from `root`; rank 0 prepares the folder (`files`, and the
-/// checkpoint parts) and writes the outputs.
+/// One run over `ranks`, the ranks of this MPI job: every rank resolves the same settings and
+/// folder (`resolve`) and loads the same data from `root`; rank 0 prepares the folder (`files`,
+/// and the checkpoint parts) and writes the outputs.
 pub fn run_distributed<E: NetExperiment>(
-    resolve: impl FnOnce() -> Result<(E::Config, PathBuf), AppError>,
+    ranks: &Ranks,
+    resolve: impl FnOnce() -> Result<(E::Config, PathBuf), E::Error>,
     (root, files): (&Path, &[&'static str]),
     launch: Launch,
     stop: E::Stop,
-) -> Result<(), AppError> {
-    let ranks = crate::distributed::join()?;
+) -> Result<(), E::Error> {
     let (config, dir) = ranks.agree(resolve())?;
-    ranks.on_leader(|| fresh_run_dir(&dir, launch.force, &with_parts(files)).map(drop))?;
+    ranks.on_leader(|| {
+        if let Lock::Unguarded(w) = fresh_run_dir(&dir, launch.force, &with_parts(files))? {
+            E::Console::warn(&w);
+        }
+        Ok::<(), E::Error>(())
+    })?;
     let data = ranks.agree(E::load(root, &config))?;
     let session = Session::<E> {
         meta: RunMeta {
@@ -284,7 +318,7 @@ pub fn run_distributed<E: NetExperiment>(
             data: E::source(&data).clone(),
             device: launch.device,
         },
-        ranks: &ranks,
+        ranks,
         dir: &dir,
         resume: None,
         stop,
@@ -295,42 +329,40 @@ pub fn run_distributed<E: NetExperiment>(
 }
 
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
-/// command's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, a
-/// progress bar, checkpoints carrying the session's meta, the early stop and the resume; rank 0 writes the
-/// settings to `config.toml` before the first step. A divergence is reported by the rank that
+/// experiment's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, its
+/// progress observer ([`Console::progress`]), checkpoints carrying the session's meta,
+/// the early stop and the resume; rank 0 writes the settings to `config.toml` before the first
+/// step. A divergence is reported by the rank that
 /// steps the chain ([`Ranks::settle`]). Returns every rank's trace, joined, on rank 0.
 pub fn drive<E, B>(
     session: Session<'_, E>,
-    schedule: Schedule,
+    schedule: Schedule<E>,
     recorders: &mut [&mut dyn Observer<E::Sampler>],
     sampler: &mut E::Sampler,
     batches: &mut B,
-) -> Result<Option<TracePart>, AppError>
+) -> Result<Option<TracePart>, E::Error>
 where
     E: NetExperiment,
     B: BatchSource<Batch = <E::Sampler as Sampler>::Batch>,
 {
     let (ranks, config) = (session.ranks, &session.meta.config);
     let name = E::sampler_name(config);
-    let pb = progress::bar(
-        schedule.total,
-        name,
-        session.show_progress && ranks.is_leader(),
-    );
-    let mut progress = progress::report(&pb, schedule.progress_every);
-    let meta = sgmcmc_engine::observer::encode(&session.meta)?;
+    let show = session.show_progress && ranks.is_leader();
+    let mut progress = E::Console::progress(schedule.total, name, show, schedule.progress_every);
+    let meta = crate::observer::encode(&session.meta)?;
     let checkpoints =
         Checkpoints::new(checkpoint_path(session.dir), schedule.checkpoint_every).with_meta(meta);
     let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
     let mut trace = Trace::energies();
-    let mut saver = match &schedule.save {
+    let mut saver = match schedule.save {
         Some(_) if ranks.is_distributed() => {
-            return Err(AppError::Usage(
+            return Err(RunError::Setting(
                 "--save-samples writes one process's networks: run it without --distributed".into(),
-            ));
+            )
+            .into());
         }
-        Some(model) => {
-            model.write(session.dir)?;
+        Some(describe) => {
+            describe(session.dir)?;
             Some(SampleSaver::new(session.dir.join(SAMPLES_DIR)))
         }
         None => None,
@@ -343,7 +375,7 @@ where
     }
     let mut run = run
         .observe(&mut trace)
-        .observe(&mut progress)
+        .observe(&mut *progress)
         .checkpoints(ranks.checkpoints(checkpoints));
     if let Some(s) = saver.as_mut() {
         run = run.observe(s);
@@ -355,10 +387,10 @@ where
         run = r.apply(run);
     }
     if ranks.is_leader() {
-        write_toml(&session.dir.join("config.toml"), config)?;
+        crate::fs::write_toml(&session.dir.join("config.toml"), config)?;
     }
-    let layout = ChainLayout::even(E::chains(config), ranks.size())?;
+    let layout = ChainLayout::even(E::chains(config), ranks.size()).map_err(RunError::from)?;
     ranks.settle(run.run(sampler, batches), &layout)?;
-    pb.finish_and_clear();
+    drop(progress);
     Ok(trace.gather(ranks)?)
 }

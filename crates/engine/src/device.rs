@@ -1,4 +1,5 @@
-//! Run-time device choice: `--device host|flex|ndarray|wgpu[:N]|cuda[:N]`.
+//! Run-time device choice by name: `host|flex|ndarray|wgpu[:N]|cuda[:N]` (a command's
+//! `--device`, a config's `device`, a checkpoint's record of where its run computed).
 //!
 //! The GPU devices take an optional index: `wgpu:1` is the second adapter wgpu lists (on the
 //! graphics API it picks by itself), `cuda:1` the second CUDA device. Without an index, a
@@ -7,8 +8,9 @@
 //! wgpu's default adapter (the most powerful) or CUDA device 0.
 //!
 //! A device that this binary lacks (no Cargo feature), or that the machine lacks (no NVIDIA
-//! driver, no such index), is refused with one line before any tensor is made: burn itself
-//! would panic on first use.
+//! driver, no such index), is refused with one line ([`RunError::Setting`]) before any tensor
+//! is made: burn itself would panic on first use. The backends are this crate's features
+//! `flex`, `ndarray`, `wgpu` and `cuda`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -16,11 +18,11 @@ use std::str::FromStr;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
-use crate::error::AppError;
+use crate::error::RunError;
 
 #[allow(dead_code)]
-fn missing(name: &str) -> AppError {
-    AppError::Usage(format!(
+fn missing(name: &str) -> RunError {
+    RunError::Setting(format!(
         "device `{name}` is not compiled into this binary; rebuild with `--features {name}`"
     ))
 }
@@ -117,9 +119,9 @@ pub fn local_rank() -> Option<usize> {
 
 /// Device `index` of `count`, or without an index the local rank's share (`None` outside a job).
 #[cfg(any(feature = "wgpu", feature = "cuda", test))]
-fn pick(name: &str, index: Option<usize>, count: usize) -> Result<Option<usize>, AppError> {
+fn pick(name: &str, index: Option<usize>, count: usize) -> Result<Option<usize>, RunError> {
     match index {
-        Some(i) if i >= count => Err(AppError::Usage(format!(
+        Some(i) if i >= count => Err(RunError::Setting(format!(
             "device `{name}:{i}` does not exist: this machine has {count} {name} device{}",
             if count == 1 { "" } else { "s" }
         ))),
@@ -131,7 +133,7 @@ fn pick(name: &str, index: Option<usize>, count: usize) -> Result<Option<usize>,
 impl DeviceChoice {
     /// The burn device (`None` for the host path). Errors (usage, exit 2) if this binary was
     /// built without the backend's Cargo feature or the machine has no such device.
-    pub fn device(self) -> Result<Option<Device>, AppError> {
+    pub fn device(self) -> Result<Option<Device>, RunError> {
         match self {
             Self::Host => Ok(None),
             #[cfg(feature = "flex")]
@@ -156,9 +158,9 @@ impl DeviceChoice {
 
     /// The burn device of a `command` that needs tensors: as [`Self::device`], and a usage
     /// error naming the tensor devices for the host path.
-    pub fn tensor_device(self, command: &str) -> Result<Device, AppError> {
+    pub fn tensor_device(self, command: &str) -> Result<Device, RunError> {
         self.device()?.ok_or_else(|| {
-            AppError::Usage(format!(
+            RunError::Setting(format!(
                 "{command} needs a tensor device (flex, ndarray, wgpu or cuda), not `{self}`"
             ))
         })
@@ -201,14 +203,14 @@ impl DeviceChoice {
 /// wgpu's adapter `index` (in the order wgpu lists them on the graphics API it picks), or the
 /// default adapter; under `mpirun` the local rank's.
 #[cfg(feature = "wgpu")]
-fn wgpu(index: Option<usize>) -> Result<Device, AppError> {
+fn wgpu(index: Option<usize>) -> Result<Device, RunError> {
     use burn::tensor::{DeviceKind, DeviceType};
     if index.is_none() && local_rank().is_none() {
         return Ok(Device::wgpu(DeviceKind::DefaultDevice));
     }
     let listed = Device::enumerate(DeviceType::Wgpu).into_vec();
     if listed.is_empty() {
-        return Err(AppError::Usage(
+        return Err(RunError::Setting(
             "device `wgpu`: no adapter found (no Vulkan, Metal or DX12 driver; \
              scripts/install-deps.sh installs a software Vulkan driver)"
                 .into(),
@@ -223,12 +225,12 @@ fn wgpu(index: Option<usize>) -> Result<Device, AppError> {
 /// CUDA device `index` (0 by default; under `mpirun` the local rank's), refused when the
 /// machine has no NVIDIA driver or no such device.
 #[cfg(feature = "cuda")]
-fn cuda(index: Option<usize>) -> Result<Device, AppError> {
+fn cuda(index: Option<usize>) -> Result<Device, RunError> {
     use burn::tensor::DeviceType;
     // Asks the driver without opening a context; no driver is no device, not a panic.
     let count = Device::enumerate(DeviceType::Cuda).into_vec().len();
     if count == 0 {
-        return Err(AppError::Usage(
+        return Err(RunError::Setting(
             "device `cuda`: no CUDA device found (no NVIDIA driver loaded, or no GPU visible \
              to it)"
                 .into(),
@@ -267,7 +269,10 @@ mod tests {
 
     #[test]
     fn an_index_past_the_last_device_is_refused() {
-        assert!(matches!(pick("cuda", Some(1), 1), Err(AppError::Usage(_))));
+        assert!(matches!(
+            pick("cuda", Some(1), 1),
+            Err(RunError::Setting(_))
+        ));
         assert_eq!(pick("cuda", Some(0), 1).unwrap(), Some(0));
     }
 
@@ -281,7 +286,7 @@ mod tests {
             .is_empty()
         {
             let e = DeviceChoice::Cuda(None).device().unwrap_err();
-            assert!(matches!(e, AppError::Usage(_)), "{e}");
+            assert!(matches!(e, RunError::Setting(_)), "{e}");
             assert!(!DeviceChoice::available().contains(&DeviceChoice::Cuda(None)));
         } else {
             println!("a CUDA device is present: the refusal is not exercised here");
