@@ -21,7 +21,7 @@ const FONT_PATHS: &[&str] = &[
 ];
 
 /// Registers a font once; false if none was found.
-fn has_font() -> bool {
+pub(crate) fn has_font() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
     *OK.get_or_init(|| {
         let env = std::env::var("SGMCMC_FONT").ok();

@@ -19,6 +19,8 @@
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::observers::AfterStep;
+use sgmcmc_engine::{FnBatches, Progress, Run};
 use sgmcmc_samplers::control::{Ladder, Smoothing, SwapScheme};
 use sgmcmc_samplers::density::data_mixture::MixtureData;
 use sgmcmc_samplers::diagnostics::{Convergence, ess};
@@ -26,7 +28,7 @@ use sgmcmc_samplers::ensemble::HostEnsemble;
 use sgmcmc_samplers::kernel::Kernel;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
-    self, ControlSettings, ReplicaConfig, Sampler, SwapRule, VarianceReduced, VrRefresh,
+    self, ControlSettings, ReplicaConfig, Sampler, StepReport, SwapRule, VarianceReduced, VrRefresh,
 };
 
 use crate::error::AppError;
@@ -101,6 +103,9 @@ pub fn data(n: usize) -> Result<MixtureData, AppError> {
     Ok(MixtureData::thesis(n, 1983)?)
 }
 
+/// The study's sampler: VR-reSGLD over two host chains of the mixture.
+pub type VrSampler = VarianceReduced<HostEnsemble<MixtureData>>;
+
 /// Mean steps between variance refreshes and minibatches per refresh.
 const REFRESH: VrRefresh = VrRefresh {
     every: 100,
@@ -108,10 +113,7 @@ const REFRESH: VrRefresh = VrRefresh {
 };
 
 /// The sampler of one run.
-pub fn sampler(
-    cfg: &VrStudyConfig,
-    data: &MixtureData,
-) -> Result<VarianceReduced<HostEnsemble<MixtureData>>, AppError> {
+pub fn sampler(cfg: &VrStudyConfig, data: &MixtureData) -> Result<VrSampler, AppError> {
     let (t1, t2) = cfg.temperatures;
     let replica = ReplicaConfig {
         kernel: Kernel::Sgld,
@@ -148,21 +150,24 @@ pub fn run(cfg: &VrStudyConfig, data: &MixtureData) -> Result<VrOutcome, AppErro
     let mut vr = sampler(cfg, data)?;
     let mut rng = ChainRng::new(cfg.seed, 7);
     let (mut trace, mut indicator) = (Vec::new(), Vec::with_capacity(cfg.iters as usize));
-    let start = Instant::now();
-    for k in 0..cfg.iters {
-        let b = data.minibatch(cfg.batch, &mut rng);
-        let report = vr.step(&b)?;
+    let mut batches = FnBatches(|_| Ok(data.minibatch(cfg.batch, &mut rng)));
+    let mut watch = AfterStep(|at: &Progress, vr: &VrSampler, report: &StepReport| {
         let c0 = report.rungs.iter().position(|r| *r == 0).unwrap_or(0);
         // The chain now on rung 0, after its move (one step of lr 1e-7 moves it far less than a
         // mode's width, so its mode is that of the pre-move sample).
         let beta = vr.ensemble().chain(c0)[0];
-        if k >= cfg.iters / 10 {
+        if at.step >= cfg.iters / 10 {
             indicator.push(f64::from(u8::from(beta < 10.0)));
         }
-        if k % 10 == 0 {
+        if at.step.is_multiple_of(10) {
             trace.push(beta);
         }
-    }
+        Ok(())
+    });
+    let start = Instant::now();
+    Run::steps(cfg.iters)
+        .observe(&mut watch)
+        .run(&mut vr, &mut batches)?;
     let mass = indicator.iter().sum::<f64>() / indicator.len().max(1) as f64;
     let n_eff = ess(std::slice::from_ref(&indicator)).max(1.0);
     let [plain, used, plain_pair, used_pair] = vr.reduction_stats().means();

@@ -7,7 +7,8 @@
 //! [`Batcher`], shuffled per epoch by
 //! [`epoch_order`]; [`IndexBatches`] hands each batch's item indices and its epoch to a
 //! closure (a stage that augments each item with a draw keyed by the epoch and the item);
-//! [`Repeat`] serves one batch forever (`()` for analytic toys, or a full-data batch).
+//! [`Repeat`] serves one batch forever (`()` for analytic toys, or a full-data batch);
+//! [`FnBatches`] asks a closure for the batch of each step.
 
 use std::marker::PhantomData;
 
@@ -79,6 +80,24 @@ impl<B: Clone> BatchSource for Repeat<B> {
 
     fn batch(&mut self, _epoch: u64, _index: u64) -> Result<B, RunError> {
         Ok(self.0.clone())
+    }
+}
+
+/// An endless stream of batches from `f(step)`. The closure answers for the contract of a
+/// [`BatchSource`]: one that draws from a stream of its own, in order, repeats an uninterrupted
+/// run but not a resumed one (a study that never checkpoints); keyed by the step, it repeats
+/// both.
+pub struct FnBatches<F>(pub F);
+
+impl<T, F: FnMut(u64) -> Result<T, RunError>> BatchSource for FnBatches<F> {
+    type Batch = T;
+
+    fn batches_per_epoch(&self) -> Option<u64> {
+        None
+    }
+
+    fn batch(&mut self, _epoch: u64, index: u64) -> Result<T, RunError> {
+        (self.0)(index)
     }
 }
 

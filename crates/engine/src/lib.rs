@@ -53,7 +53,7 @@ pub mod tensors;
 pub mod tuning;
 pub mod zarr;
 
-pub use batches::{BatchSource, DatasetBatches, IndexBatches, Repeat};
+pub use batches::{BatchSource, DatasetBatches, FnBatches, IndexBatches, Repeat};
 pub use checkpoint::{Checkpoint, Checkpoints};
 pub use device::DeviceChoice;
 pub use error::RunError;

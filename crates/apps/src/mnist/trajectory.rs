@@ -14,16 +14,17 @@ use std::path::Path;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use plotters::prelude::*;
+use sgmcmc_engine::observers::BeforeStep;
+use sgmcmc_engine::{IndexBatches, Progress, Run, RunError};
 use sgmcmc_models::{Cnn, Likelihood, Network, Targets};
 use sgmcmc_samplers::checkpoint::{EnsembleState, TensorState};
 use sgmcmc_samplers::ensemble::{module_values, with_module_values};
-use sgmcmc_samplers::rng::epoch_order;
 use sgmcmc_samplers::sampler::Sampler;
 
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::{MnistData, batch, images};
-use crate::mnist::run::build;
+use crate::mnist::run::{MnistSampler, build};
 use crate::output::write_csv;
 
 /// The samplers of Fig. 7.5.
@@ -169,21 +170,25 @@ fn panel(
             }
             runner.restore(st)?;
         }
-        let mut k = 0;
         let first = snaps.len();
-        for e in 0..s.epochs {
-            for idx in epoch_order(data.train.len(), seed, e as u64).chunks_exact(c.batch) {
-                if k % s.every == 0 {
-                    let m = runner.ensemble().module(0).expect("one chain");
-                    let v = module_values(m)?;
-                    snaps.push(flatten(&v));
-                    template = v;
-                    model.get_or_insert_with(|| m.clone());
-                }
-                runner.step(&batch(&data.train, idx, device))?;
-                k += 1;
+        let mut batches =
+            IndexBatches::new(data.train.len(), c.batch, seed, |_, idx: &[usize]| {
+                Ok(batch(&data.train, idx, device))
+            })?;
+        // Chain 0 before every `every`-th step, the path the picture draws.
+        let mut watch = BeforeStep(|at: &Progress, runner: &MnistSampler| {
+            if at.step.is_multiple_of(s.every as u64) {
+                let m = runner.ensemble().module(0).expect("one chain");
+                let v = module_values(m).map_err(|e| RunError::Observer(e.to_string()))?;
+                snaps.push(flatten(&v));
+                template = v;
+                model.get_or_insert_with(|| m.clone());
             }
-        }
+            Ok(())
+        });
+        Run::epochs(s.epochs as u64)
+            .observe(&mut watch)
+            .run(&mut runner, &mut batches)?;
         runs.push(first..snaps.len());
     }
     let (k, d) = (snaps.len(), snaps[0].len());
@@ -260,6 +265,8 @@ fn panel(
 fn draw(path: &Path, panels: &[Panel], grid: usize) -> Result<(), AppError> {
     let err = |e: Box<dyn std::error::Error>| AppError::Run(format!("plot failed: {e}"));
     let tmp = crate::output::temp_path(path);
+    // Captions need a registered font; without one the panels go untitled.
+    let text = crate::plot::has_font();
     (|| -> Result<(), Box<dyn std::error::Error>> {
         let root = BitMapBackend::new(&tmp, (420 * panels.len() as u32, 440)).into_drawing_area();
         root.fill(&WHITE)?;
@@ -276,10 +283,12 @@ fn draw(path: &Path, panels: &[Panel], grid: usize) -> Result<(), AppError> {
             let (l0, l1) = logs
                 .iter()
                 .fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
-            let mut chart = ChartBuilder::on(area)
-                .margin(8)
-                .caption(&p.name, ("sans-serif", 18))
-                .build_cartesian_2d(a0..a1, b0..b1)?;
+            let mut builder = ChartBuilder::on(area);
+            builder.margin(8);
+            if text {
+                builder.caption(&p.name, ("sans-serif", 18));
+            }
+            let mut chart = builder.build_cartesian_2d(a0..a1, b0..b1)?;
             let (da, db) = ((a1 - a0) / (grid - 1) as f64, (b1 - b0) / (grid - 1) as f64);
             chart.draw_series(p.grid.iter().zip(&logs).map(|(g, l)| {
                 let t = if l1 > l0 { (l - l0) / (l1 - l0) } else { 0.0 };

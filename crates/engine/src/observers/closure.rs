@@ -22,6 +22,28 @@ impl<S: Sampler, F: FnMut(&Progress, &StepReport)> Observer<S> for OnStep<F> {
     }
 }
 
+/// Calls `f(progress, sampler)` before every step: the chains as they are before it.
+pub struct BeforeStep<F>(pub F);
+
+impl<S: Sampler, F: FnMut(&Progress, &S) -> Result<(), RunError>> Observer<S> for BeforeStep<F> {
+    fn before_step(&mut self, at: &Progress, sampler: &S) -> Result<(), RunError> {
+        (self.0)(at, sampler)
+    }
+}
+
+/// Calls `f(progress, sampler, report)` after every step: the chains as the step left them.
+pub struct AfterStep<F>(pub F);
+
+impl<S, F> Observer<S> for AfterStep<F>
+where
+    S: Sampler,
+    F: FnMut(&Progress, &S, &StepReport) -> Result<(), RunError>,
+{
+    fn on_step(&mut self, at: &Progress, sampler: &S, report: &StepReport) -> Result<(), RunError> {
+        (self.0)(at, sampler, report)
+    }
+}
+
 /// Calls `f(kept)` at every kept step with the chains' pre-move points.
 pub struct OnSample<F>(pub F);
 

@@ -10,7 +10,7 @@
 //! | [`Evaluate`] | scores every chain's pre-move model at chosen steps (and the final models), gathered over the ranks and folded on rank 0 | the folded state, seconds |
 //! | [`SampleSaver`] | saves kept models as burn records or safetensors files with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |
-//! | [`OnStep`], [`OnSample`] | closures | - |
+//! | [`OnStep`], [`OnSample`], [`BeforeStep`], [`AfterStep`] | closures | - |
 //!
 //! The model averages and the sample saver also take models one at a time ([`Keep`]), so a burn
 //! training loop that steps with the SG-MCMC optimizers (`sgmcmc_samplers::optim`) keeps its
@@ -32,7 +32,7 @@ mod trace_zarr;
 
 pub use average::ModelAverage;
 pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodDetection};
-pub use closure::{OnSample, OnStep};
+pub use closure::{AfterStep, BeforeStep, OnSample, OnStep};
 pub use evaluate::{Evaluate, Scored, Scoring};
 pub use guard::{BLOW_UP, DivergenceGuard};
 pub use keep::{Keep, Keeper, KeptModel, lock};
