@@ -16,7 +16,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sgmcmc_data::Mushrooms;
 use sgmcmc_engine::observers::{Trace, TraceSummary};
-use sgmcmc_engine::{BatchSource, Run, RunError, init};
+use sgmcmc_engine::{FnBatches, Run, init};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Mlp, MlpConfig, Targets};
 use sgmcmc_samplers::control::Schedule;
@@ -49,39 +49,27 @@ fn input(data: &Mushrooms, mushroom: usize, action: Action, row: &mut Vec<f32>) 
     row[at] = 1.0;
 }
 
-/// Minibatches drawn without replacement from the buffer (one draw per sampler step).
-struct BufferBatches<'a> {
-    data: &'a Mushrooms,
-    buffer: &'a VecDeque<Pull>,
+/// A minibatch of `batch` pulls drawn without replacement from the buffer (one draw per
+/// sampler step, from the agent's batch stream).
+fn buffer_batch(
+    data: &Mushrooms,
+    buffer: &VecDeque<Pull>,
     batch: usize,
-    rng: &'a mut StdRng,
-    device: &'a Device,
-}
-
-impl BatchSource for BufferBatches<'_> {
-    type Batch = Batch<Tensor<2>>;
-
-    fn batches_per_epoch(&self) -> Option<u64> {
-        None
+    rng: &mut StdRng,
+    device: &Device,
+) -> Batch<Tensor<2>> {
+    let picks = rand::seq::index::sample(rng, buffer.len(), batch);
+    let width = data.width + 2;
+    let mut x = Vec::with_capacity(batch * width);
+    let mut y = Vec::with_capacity(batch);
+    for i in picks {
+        let p = buffer[i];
+        input(data, p.mushroom, p.action, &mut x);
+        y.push(p.reward as f32);
     }
-
-    fn batch(&mut self, _: u64, _: u64) -> Result<Self::Batch, RunError> {
-        let picks = rand::seq::index::sample(self.rng, self.buffer.len(), self.batch);
-        let width = self.data.width + 2;
-        let mut x = Vec::with_capacity(self.batch * width);
-        let mut y = Vec::with_capacity(self.batch);
-        for i in picks {
-            let p = self.buffer[i];
-            input(self.data, p.mushroom, p.action, &mut x);
-            y.push(p.reward as f32);
-        }
-        Ok(Batch {
-            x: Tensor::from_data(TensorData::new(x, [self.batch, width]), self.device),
-            y: Targets::Real(Tensor::from_data(
-                TensorData::new(y, [self.batch, 1]),
-                self.device,
-            )),
-        })
+    Batch {
+        x: Tensor::from_data(TensorData::new(x, [batch, width]), device),
+        y: Targets::Real(Tensor::from_data(TensorData::new(y, [batch, 1]), device)),
     }
 }
 
@@ -270,13 +258,9 @@ pub fn run_agent(
         curve.push(regret);
         if buffer.len() >= config.initial_pulls.max(config.batch) {
             posterior.set_n(buffer.len());
-            let mut batches = BufferBatches {
-                data,
-                buffer: &buffer,
-                batch: config.batch,
-                rng: &mut rng.batches,
-                device,
-            };
+            let draws = &mut rng.batches;
+            let mut batches =
+                FnBatches(|_| Ok(buffer_batch(data, &buffer, config.batch, draws, device)));
             let end = sampler.steps_done() + iters;
             let traced = 2 * t >= config.steps;
             Run::steps(end)
