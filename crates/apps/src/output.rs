@@ -3,8 +3,12 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use sgmcmc_engine::experiment::Console;
+pub use sgmcmc_engine::run_dir::LOCK_FILE;
+use sgmcmc_engine::run_dir::{self, Lock};
 
 use crate::error::AppError;
+use crate::progress::Terminal;
 
 /// The fields every run command's `summary.json` starts with (the CLI contract).
 #[derive(Clone, Debug, Serialize)]
@@ -32,13 +36,10 @@ pub struct Force {
     pub force: bool,
 }
 
-pub use sgmcmc_engine::run_dir::LOCK_FILE;
-use sgmcmc_engine::run_dir::{self, Lock};
-
 /// Says on stderr that a run folder goes unguarded (a file system without locks).
 fn warn_unguarded(lock: Lock) {
     if let Lock::Unguarded(warning) = lock {
-        eprintln!("{warning}");
+        Terminal::warn(&warning);
     }
 }
 
@@ -78,14 +79,12 @@ pub fn commit(tmp: &Path, path: &Path) -> Result<(), AppError> {
 
 /// Writes a value as pretty JSON, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), AppError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| AppError::Run(e.to_string()))?;
-    write_atomic(path, text.as_bytes())
+    Ok(sgmcmc_engine::fs::write_json(path, value)?)
 }
 
 /// Writes a value as TOML, atomically.
 pub fn write_toml(path: &Path, value: &impl serde::Serialize) -> Result<(), AppError> {
-    let text = toml::to_string_pretty(value).map_err(|e| AppError::Run(e.to_string()))?;
-    write_atomic(path, text.as_bytes())
+    Ok(sgmcmc_engine::fs::write_toml(path, value)?)
 }
 
 /// Writes rows as CSV with a header, atomically.

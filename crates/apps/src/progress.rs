@@ -21,9 +21,9 @@ pub fn bar(total: u64, label: &str, show: bool) -> ProgressBar {
 
 /// An observer that moves `bar` about `updates` times over a run.
 pub fn report(
-    bar: &ProgressBar,
+    bar: ProgressBar,
     updates: u64,
-) -> sgmcmc_engine::observers::ProgressReport<impl FnMut(u64, u64) + '_> {
+) -> sgmcmc_engine::observers::ProgressReport<impl FnMut(u64, u64)> {
     sgmcmc_engine::observers::ProgressReport::new(move |done, _total| bar.set_position(done))
         .updates(updates)
 }
@@ -41,10 +41,7 @@ impl sgmcmc_engine::experiment::Console for Terminal {
         updates: u64,
     ) -> Box<dyn Observer<S>> {
         let bar = bar(total, label, show).with_finish(ProgressFinish::AndClear);
-        Box::new(
-            sgmcmc_engine::observers::ProgressReport::new(move |done, _| bar.set_position(done))
-                .updates(updates),
-        )
+        Box::new(report(bar, updates))
     }
 
     fn say(line: &str) {

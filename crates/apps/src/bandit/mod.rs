@@ -27,13 +27,13 @@ use std::time::Instant;
 
 use clap::Args;
 use sgmcmc_data::Mushrooms;
+use sgmcmc_engine::DeviceChoice;
 
 use crate::error::AppError;
 use crate::output;
 use crate::overrides::ConfigFile;
 pub use config::BanditConfig;
 pub use report::FILES;
-use sgmcmc_engine::DeviceChoice;
 
 /// Options of `sgmcmc bandit`.
 #[derive(Debug, Args)]

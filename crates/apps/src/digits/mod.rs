@@ -19,10 +19,10 @@ mod run;
 use std::path::PathBuf;
 
 use clap::Args;
+use sgmcmc_engine::DeviceChoice;
 
 use crate::error::AppError;
 use crate::overrides::{flags_over, with_config};
-use sgmcmc_engine::DeviceChoice;
 
 pub use run::predict;
 pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits};

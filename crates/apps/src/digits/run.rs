@@ -9,6 +9,7 @@ use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::digits::Digits;
+use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard, Trace, TraceSummary};
 use sgmcmc_engine::{
     BatchSource, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
@@ -25,7 +26,6 @@ use sgmcmc_samplers::sampler::Sampler;
 use crate::error::AppError;
 use crate::output::{self, RunHeader};
 use crate::{plot, progress};
-use sgmcmc_engine::DeviceChoice;
 
 /// The single-chain samplers `sgmcmc digits` runs (the BlackJAX comparison's kernels).
 pub const DIGITS_SAMPLERS: &[&str] = &["sgld", "sghmc", "psgld", "sgnht", "sgd", "msgd"];
@@ -403,7 +403,7 @@ impl<'a> Chain<'a> {
             model_nll: Rc::default(),
         };
         let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
-        let mut progress = progress::report(&bar, 1000);
+        let mut progress = progress::report(bar.clone(), 1000);
         // Per kept model: its energy, and its own test NLL (the per-sample loss), which the
         // average (observed first) has just computed for the same step.
         let model_nll = average.model_nll.clone();

@@ -13,6 +13,7 @@
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::experiment::{Launch, run_distributed};
 use sgmcmc_models::{ImageClassifier, Posterior};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
@@ -25,7 +26,6 @@ use super::run::{ImagesSampler, Stop};
 use super::{FILES, Images, ImagesArgs, config_of, out_dir};
 use crate::error::AppError;
 use crate::overrides::ConfigFile;
-use sgmcmc_engine::experiment::{Launch, run_distributed};
 
 /// One chain's predictions at an evaluation: on the test set, and, if its network joins the
 /// model average, on the out-of-distribution set (where the run has one). A rank computes

@@ -27,6 +27,8 @@ pub mod swag;
 use std::path::PathBuf;
 
 use clap::Args;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::with_parts;
 
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
@@ -35,8 +37,6 @@ use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
 use run::Stop;
-use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::with_parts;
 
 /// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]

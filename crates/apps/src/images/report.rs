@@ -17,6 +17,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use sgmcmc_engine::experiment::write_trace;
 use sgmcmc_engine::observers::TraceSummary;
 
 use crate::error::AppError;
@@ -27,7 +28,6 @@ use crate::images::presets::{PaperColumns, paper_row};
 use crate::images::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
 use crate::plot;
-use sgmcmc_engine::experiment::write_trace;
 
 /// `summary.json` of a run.
 #[derive(Clone, Debug, Serialize)]

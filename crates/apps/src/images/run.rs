@@ -17,6 +17,8 @@ use std::time::Instant;
 use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::TracePart;
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
@@ -39,8 +41,6 @@ use crate::images::eval::{
 use crate::images::swag::{draws, trainable_values};
 use crate::predict::SavedModel;
 use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
-use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -507,7 +507,7 @@ impl NetExperiment for Images {
                 0
             },
             stop_after: session.stop.after_steps,
-            progress_every: 500,
+            progress_updates: 500,
             // The evaluation steps past the burn-in (the engine leaves out the exploration
             // phase): the networks the average collects, or cycSWAG's chains there.
             keep: Box::new(move |k| {

@@ -2,13 +2,13 @@
 //! resolves the same configuration and loads the same data; rank 0 prepares the run folder
 //! and writes the outputs ([`sgmcmc_engine::experiment::run_distributed`]).
 
+use sgmcmc_engine::experiment::{Launch, run_distributed};
 use std::path::PathBuf;
 
 use super::run::Stop;
 use super::{FILES, Mnist, MnistArgs, config_of, data_dir, preset_of, samplers_of};
 use crate::error::AppError;
 use crate::overrides::ConfigFile;
-use sgmcmc_engine::experiment::{Launch, run_distributed};
 
 /// Runs the one sampler `a` names over the ranks of this MPI job.
 pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {

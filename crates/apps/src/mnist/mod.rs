@@ -32,6 +32,8 @@ pub mod trajectory;
 use std::path::PathBuf;
 
 use clap::Args;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::with_parts;
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::error::AppError;
@@ -40,8 +42,6 @@ use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::Stop;
-use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::with_parts;
 
 /// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
 pub const STORY: &[&str] = &[

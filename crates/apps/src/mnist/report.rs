@@ -15,6 +15,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use sgmcmc_engine::experiment::write_trace;
 use sgmcmc_engine::observers::TraceSummary;
 
 use crate::error::AppError;
@@ -24,7 +25,6 @@ use crate::mnist::eval::{fraction_above, scores, sorted_entropy};
 use crate::mnist::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
 use crate::plot;
-use sgmcmc_engine::experiment::write_trace;
 
 /// Entropy level (nats) above which a held-out prediction counts as uncertain.
 pub const ENTROPY_LEVEL: f64 = 0.5;

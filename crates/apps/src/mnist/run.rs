@@ -23,6 +23,8 @@ use burn::tensor::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::{
     BatchSource, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
@@ -42,8 +44,6 @@ use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
 use crate::predict::SavedModel;
 use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
-use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -382,7 +382,7 @@ impl NetExperiment for Mnist {
             total: config.epochs as u64 * per_epoch,
             checkpoint_every: config.checkpoint_every as u64 * per_epoch,
             stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
-            progress_every: 1000,
+            progress_updates: 1000,
             keep: Box::new(keeps(config, per_epoch)),
             save: config
                 .save_samples

@@ -179,7 +179,7 @@ fn panel(
         let mut watch = BeforeStep(|at: &Progress, runner: &MnistSampler| {
             if at.step.is_multiple_of(s.every as u64) {
                 let m = runner.ensemble().module(0).expect("one chain");
-                let v = module_values(m).map_err(|e| RunError::Observer(e.to_string()))?;
+                let v = module_values(m).map_err(RunError::from)?;
                 snaps.push(flatten(&v));
                 template = v;
                 model.get_or_insert_with(|| m.clone());

@@ -23,12 +23,12 @@ use std::path::{Path, PathBuf};
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::Standardizer;
+use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::SavedPosterior;
 use sgmcmc_models::{Mlp, MlpConfig, Network};
 
 use crate::error::AppError;
 use crate::output;
-use sgmcmc_engine::DeviceChoice;
 
 /// Options of `sgmcmc predict`.
 #[derive(Debug, clap::Args)]

@@ -1,14 +1,13 @@
 //! The `toy` experiment's configuration: defaults < preset < `--config file.toml` < flags.
 
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::DeviceChoice;
 use sgmcmc_samplers::registry::SamplerSettings;
-use sgmcmc_testfunctions::Noise;
+use sgmcmc_testfunctions::{Noise, TargetChoice};
 
 #[cfg(feature = "fault-injection")]
 use super::fault::Fault;
 use crate::error::AppError;
-use sgmcmc_engine::DeviceChoice;
-use sgmcmc_testfunctions::TargetChoice;
 
 /// Starting points of the chains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

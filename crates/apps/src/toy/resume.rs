@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::experiment::Console;
 
 use super::config::ToyConfig;
 use super::run::{Persist, ToyOutcome, run_toy_on};
@@ -13,7 +14,6 @@ use crate::cli::{ToyArgs, report_toy};
 use crate::distributed::{Ranks, Resume, resume_command};
 use crate::error::AppError;
 use crate::progress::Terminal;
-use sgmcmc_engine::experiment::Console;
 
 /// The checkpoint file (the manifest of a distributed run) in a run folder.
 pub const CHECKPOINT: &str = "checkpoint.cbor";

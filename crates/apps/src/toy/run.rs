@@ -296,7 +296,7 @@ where
         &cfg.sampler.name,
         leader && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
-    let mut progress = progress::report(&bar, 200);
+    let mut progress = progress::report(bar.clone(), 200);
     let mut clock = ranks.map_or_else(Default::default, Ranks::clock);
     let mut run = Run::steps(cfg.iters)
         .burn_in(cfg.burn_in())

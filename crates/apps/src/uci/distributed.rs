@@ -5,12 +5,12 @@
 
 use burn::tensor::Device;
 use sgmcmc_data::UciDataset;
+use sgmcmc_engine::DeviceChoice;
 
 use super::protocol::UciResult;
 use super::{Job, UciArgs, prepare, recorded_data, run_job, single};
 use crate::distributed::Ranks;
 use crate::error::AppError;
-use sgmcmc_engine::DeviceChoice;
 
 /// Runs what `a` asks for over the ranks of this MPI job.
 pub fn run(a: &UciArgs) -> Result<(), AppError> {

@@ -27,13 +27,13 @@ use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::{Family, SamplerSettings};
 
 use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
+use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{DataDigest, DataRecord};
 
 use crate::digest::DigestData;
 use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::output;
-use sgmcmc_engine::DeviceChoice;
 
 /// The paper's `(tau, zeta)` per dataset (CSGLD paper sec. 4.2).
 pub fn paper_settings(dataset: &str) -> (f64, f64) {

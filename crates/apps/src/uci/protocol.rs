@@ -40,6 +40,7 @@ use std::path::PathBuf;
 use burn::tensor::{Device, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
+use sgmcmc_engine::experiment::Console;
 use sgmcmc_engine::observers::{
     BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary,
 };
@@ -65,7 +66,6 @@ use super::swap_variance;
 use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 use crate::progress::Terminal;
-use sgmcmc_engine::experiment::Console;
 
 /// The observation noise model of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

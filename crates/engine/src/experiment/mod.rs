@@ -6,7 +6,7 @@
 //!
 //! * builds the sampler on every rank ([`execute_on`]), trains it, and has rank 0 report the
 //!   finished run or say how to continue a stopped one;
-//! * continues a checkpointed run from its folder alone ([`resume`]): the settings, data folder
+//! * continues a checkpointed run from its folder alone ([`resume()`]): the settings, data folder
 //!   and device the checkpoint records, the data checked against the digest it records;
 //! * runs the engine loop the same way for every experiment ([`drive`]): the divergence guard,
 //!   the experiment's recorders, its progress observer, checkpoints carrying the run's
@@ -147,8 +147,8 @@ pub struct Schedule<E: NetExperiment> {
     pub checkpoint_every: u64,
     /// Stop (with a checkpoint) after this many steps.
     pub stop_after: Option<u64>,
-    /// Steps between progress-bar updates.
-    pub progress_every: u64,
+    /// About how many times over the run the progress observer is moved.
+    pub progress_updates: u64,
     /// The steps whose pre-move points are the run's draws (the models its average collects):
     /// the trace records their energies and log weights ([`Trace`]).
     pub keep: Box<dyn Fn(u64) -> bool>,
@@ -189,7 +189,8 @@ pub fn execute<E: NetExperiment>(
     execute_on(session, data)
 }
 
-/// [`execute`] of `session` on this rank's chains; rank 0 writes the outputs and prints.
+/// [`execute`] of `session` on this rank's chains; rank 0 writes the outputs and reports
+/// through the experiment's [`Console`].
 pub fn execute_on<E: NetExperiment>(
     session: Session<'_, E>,
     data: &E::Data,
@@ -348,7 +349,7 @@ where
     let (ranks, config) = (session.ranks, &session.meta.config);
     let name = E::sampler_name(config);
     let show = session.show_progress && ranks.is_leader();
-    let mut progress = E::Console::progress(schedule.total, name, show, schedule.progress_every);
+    let mut progress = E::Console::progress(schedule.total, name, show, schedule.progress_updates);
     let meta = crate::observer::encode(&session.meta)?;
     let checkpoints =
         Checkpoints::new(checkpoint_path(session.dir), schedule.checkpoint_every).with_meta(meta);

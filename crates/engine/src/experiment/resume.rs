@@ -41,12 +41,11 @@ impl Resume {
         command: &str,
         warn: &dyn Fn(&str),
     ) -> Result<Self, E> {
-        ranks.on_leader(|| match lock_run_dir(dir)? {
-            Lock::Held => Ok::<(), E>(()),
-            Lock::Unguarded(w) => {
+        ranks.on_leader(|| {
+            if let Lock::Unguarded(w) = lock_run_dir(dir)? {
                 warn(&w);
-                Ok(())
             }
+            Ok::<(), E>(())
         })?;
         if !ranks.is_distributed() {
             let c = Checkpoint::read(path).map_err(|e| one_process_error(path, e, command, dir))?;
