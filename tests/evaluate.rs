@@ -85,3 +85,72 @@ fn evaluations_score_the_pre_move_models_and_the_final_ones_in_chain_order() {
     // The models moved between evaluations: pre-move is not post-move.
     assert_ne!(rows[2][0].3, rows[3][0].3);
 }
+
+/// `Evaluate::kept` scores exactly the samples `Kept` hands out (after the burn-in, every
+/// `thin`-th step), each chain's pre-move model to the bit, and folds them in chain order,
+/// naming the chains; a replica-exchange run's samples are its rung-0 chain alone.
+#[test]
+fn kept_evaluations_score_the_samples_and_name_their_chains() {
+    use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
+    let device = Device::flex().autodiff();
+    let x: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
+    let y: Vec<f32> = x.iter().map(|v| 2.0 * v - 1.0).collect();
+    let batch = Xy(
+        Tensor::from_data(TensorData::new(x, [8, 1]), &device),
+        Tensor::from_data(TensorData::new(y, [8, 1]), &device),
+    );
+    let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
+    for (name, samples_per_step) in [("sgld", 3), ("resgld", 1)] {
+        let models = init::chains(&device, 3, 3, || LinearConfig::new(1, 1).init(&device));
+        let ensemble = ModuleEnsemble::new(posterior.clone(), models, 3).unwrap();
+        let mut settings = SamplerSettings::named(name);
+        settings.lr = 1e-3;
+        if name == "resgld" {
+            settings.replica.lrs = vec![1e-3, 1e-3, 1e-3];
+            settings.replica.temperatures = vec![1.0, 3.0, 9.0];
+        }
+        let mut sampler = settings
+            .spec(&BuildContext::steps(12).chains(3))
+            .unwrap()
+            .build(ensemble, 3)
+            .unwrap();
+        let ranks = Ranks::local();
+        type Row = (u64, Vec<usize>, Vec<Vec<f32>>, Vec<f64>);
+        let mut evaluate = Evaluate::kept(
+            &ranks,
+            Vec::<Row>::new(),
+            |_: &Scoring<'_>, m: &Linear| Ok(values(m)),
+            |rows: &mut Vec<Row>, s: Scored<'_, Vec<f32>>| {
+                let w = s.chains.iter().map(|c| s.report.log_weights[*c]).collect();
+                rows.push((s.at.step, s.chains.clone(), s.scores, w));
+                Ok(())
+            },
+        );
+        let mut kept: Vec<(u64, Vec<usize>, Vec<Vec<f32>>)> = Vec::new();
+        let mut reference = OnSample::new(|k: &sgmcmc::engine::Kept<'_, Vec<Linear>>| {
+            let models = k.chains.iter().map(|c| values(&k.points[k.index(*c)]));
+            kept.push((k.step, k.chains.to_vec(), models.collect()));
+        });
+        Run::new(Length::Steps(12))
+            .burn_in(4)
+            .thin(3)
+            .observe(&mut evaluate)
+            .observe(&mut reference)
+            .run(&mut sampler, &mut Repeat(batch.clone()))
+            .unwrap();
+        let rows = evaluate.into_state();
+        // Steps 4, 7 and 10 are kept.
+        assert_eq!(
+            rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+            [4, 7, 10],
+            "{name}"
+        );
+        assert_eq!(rows.len(), kept.len(), "{name}");
+        for (row, (step, chains, models)) in rows.iter().zip(&kept) {
+            assert_eq!((row.0, &row.1, &row.2), (*step, chains, models), "{name}");
+            assert_eq!(row.1.len(), samples_per_step, "{name}: {:?}", row.1);
+            assert!(row.1.windows(2).all(|w| w[0] < w[1]), "{name}: chain order");
+            assert!(row.3.iter().all(|w| w.is_finite()), "{name}");
+        }
+    }
+}

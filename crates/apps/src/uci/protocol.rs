@@ -42,10 +42,11 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
 use sgmcmc_engine::experiment::Console;
 use sgmcmc_engine::observers::{
-    BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary,
+    BLOW_UP, DivergenceGuard, Evaluate, SampleSaver, Scored, Scoring, Trace, TracePart,
+    TraceSummary,
 };
 use sgmcmc_engine::{
-    BatchSource, Checkpoints, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
+    BatchSource, Checkpoints, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
 };
 use sgmcmc_models::metrics::{gaussian_nll, rmse};
 use sgmcmc_models::mixture_nll::MixtureNll;
@@ -58,8 +59,8 @@ use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::control::{RandomField, ThetaInit};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
-use sgmcmc_samplers::registry::{AnySampler, BuildContext, KernelKind, SamplerSettings};
-use sgmcmc_samplers::sampler::StepReport;
+use sgmcmc_samplers::registry::{BuildContext, KernelKind, SamplerSettings};
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use super::contour_stats::ContourStats;
 use super::swap_variance;
@@ -284,21 +285,14 @@ struct Sums {
     test_sq: Vec<f64>,
     train: Vec<f64>,
     weight: f64,
+    weight_sq: f64,
     mixture: MixtureNll,
     sd: f64,
-    stats: Option<ContourStats>,
-    /// A rank of a distributed run: its kept models, folded on rank 0 at the end.
-    #[serde(default)]
-    kept: Vec<KeptModel>,
 }
 
-/// One averaged model's predictions: what a rank of a distributed run sends to rank 0.
+/// One averaged model's predictions: what a rank sends to rank 0 for the average.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct KeptModel {
-    step: u64,
-    chain: usize,
-    /// The importance weight of the pre-move point, the model taken.
-    weight: f64,
+struct Predictions {
     test: Vec<f64>,
     train: Vec<f64>,
     /// The sampled `ln lambda` (learned noise).
@@ -306,12 +300,9 @@ struct KeptModel {
 }
 
 impl Sums {
-    /// Adds one model; models are added in step and chain order (the sums' rounding).
-    fn fold(&mut self, m: &KeptModel, back: &dyn Fn(f64) -> f64, unit: f64) {
-        let w = m.weight;
-        if let Some(st) = self.stats.as_mut() {
-            st.model(w);
-        }
+    /// Adds one model with importance weight `w`; models are added in step and chain order
+    /// (the sums' rounding).
+    fn fold(&mut self, w: f64, m: &Predictions, back: &dyn Fn(f64) -> f64, unit: f64) {
         for (sum, (q, p)) in self
             .test
             .iter_mut()
@@ -330,79 +321,40 @@ impl Sums {
             self.sd += w * sd;
         }
         self.weight += w;
+        self.weight_sq += w * w;
     }
 }
 
-/// The UCI observer: accumulates [`Sums`] at kept steps and the contour statistics every step.
-struct Average<'a> {
-    x_test: Tensor<2>,
-    x_train: Tensor<2>,
-    back: &'a dyn Fn(f64) -> f64,
-    unit: f64,
+/// The contour statistics of every step (bins after the burn-in, the multiplier's range),
+/// checkpointed with the run.
+struct StepStats {
+    stats: Option<ContourStats>,
     burn_in: u64,
-    sums: Sums,
-    /// Whether the kept models are recorded for rank 0 instead of folded here.
-    record: bool,
 }
 
-fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, RunError> {
-    t.into_data()
-        .try_into_vec::<f32>()
-        .map(|v| v.into_iter().map(f64::from).collect())
-        .map_err(|e| RunError::Observer(format!("reading predictions: {e:?}")))
-}
-
-impl<M, T> Observer<AnySampler<ModuleEnsemble<M, T>>> for Average<'_>
-where
-    M: Network<Input = Tensor<2>>,
-    T: Target<M, Batch = Batch<Tensor<2>>>,
-{
-    fn wants_points(&self) -> bool {
-        true
-    }
-
-    fn on_step(
-        &mut self,
-        at: &Progress,
-        _: &AnySampler<ModuleEnsemble<M, T>>,
-        report: &StepReport,
-    ) -> Result<(), RunError> {
-        if let Some(s) = self.sums.stats.as_mut() {
+impl<S: Sampler> Observer<S> for StepStats {
+    fn on_step(&mut self, at: &Progress, _: &S, report: &StepReport) -> Result<(), RunError> {
+        if let Some(s) = self.stats.as_mut() {
             s.step(report, at.step >= self.burn_in);
         }
         Ok(())
     }
 
-    fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
-        for &c in kept.chains {
-            let m = &kept.points[kept.index(c)];
-            let model = KeptModel {
-                step: kept.step,
-                chain: c,
-                weight: kept.report.weights[c],
-                test: to_vec(m.forward(self.x_test.clone()))?,
-                train: to_vec(m.forward(self.x_train.clone()))?,
-                log_precision: m
-                    .log_precision()
-                    .map(|lp| f64::from(lp.val().into_scalar::<f32>())),
-            };
-            if self.record {
-                self.sums.kept.push(model);
-            } else {
-                self.sums.fold(&model, self.back, self.unit);
-            }
-        }
-        Ok(())
-    }
-
     fn save(&self) -> Result<Vec<u8>, RunError> {
-        sgmcmc_engine::observer::encode(&self.sums)
+        sgmcmc_engine::observer::encode(&self.stats)
     }
 
     fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.sums = sgmcmc_engine::observer::decode(state)?;
+        self.stats = sgmcmc_engine::observer::decode(state)?;
         Ok(())
     }
+}
+
+fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, String> {
+    t.into_data()
+        .try_into_vec::<f32>()
+        .map(|v| v.into_iter().map(f64::from).collect())
+        .map_err(|e| format!("reading predictions: {e:?}"))
 }
 
 /// Runs `run` on `data` on `device` (plain or autodiff), with its files in `files` (if any).
@@ -422,9 +374,10 @@ pub fn run_split(
         .ok_or_else(|| AppError::Run("a one-process run has no result".into()))
 }
 
-/// [`run_split`] on this rank's block of the chains laid out over `ranks`: every rank records
-/// its chains' averaged models, rank 0 folds them in step and chain order (the one-process
-/// order, so the sums are its bits) and returns the result (`None` on the other ranks).
+/// [`run_split`] on this rank's block of the chains laid out over `ranks`: at every kept step
+/// each rank predicts with its chains' samples and rank 0 folds the predictions in chain order
+/// (the engine's [`Evaluate::kept`]: the one-process order, so the sums are its bits) and
+/// returns the result (`None` on the other ranks).
 pub fn run_split_on(
     run: &UciRun,
     data: &SplitData,
@@ -608,24 +561,40 @@ where
             swap_variance::fresh_batches(x_train.clone(), y_train.clone(), run.batch, run.seed);
         spec.build_with_data(ens, run.seed, fresh, None)?
     };
-    let mut average = Average {
-        x_test,
-        x_train: x_train.clone(),
-        back: &*back,
-        unit,
+    let mut stats = StepStats {
+        stats: sampler.multiplier_reach(total).map(ContourStats::new),
         burn_in: burn,
-        sums: Sums {
-            test: vec![0.0; data.n_test()],
-            test_sq: vec![0.0; data.n_test()],
-            train: vec![0.0; n],
-            weight: 0.0,
-            mixture: MixtureNll::new(data.y_test_raw.clone()),
-            sd: 0.0,
-            stats: sampler.multiplier_reach(total).map(ContourStats::new),
-            kept: Vec::new(),
-        },
-        record: ranks.is_distributed(),
     };
+    let sums = Sums {
+        test: vec![0.0; data.n_test()],
+        test_sq: vec![0.0; data.n_test()],
+        train: vec![0.0; n],
+        weight: 0.0,
+        weight_sq: 0.0,
+        mixture: MixtureNll::new(data.y_test_raw.clone()),
+        sd: 0.0,
+    };
+    // The model average of the kept samples, folded on rank 0 in step and chain order.
+    let x_fit = x_train.clone();
+    let mut average = Evaluate::kept(
+        ranks,
+        sums,
+        |_: &Scoring<'_>, m: &M| {
+            Ok(Predictions {
+                test: to_vec(m.forward(x_test.clone()))?,
+                train: to_vec(m.forward(x_fit.clone()))?,
+                log_precision: m
+                    .log_precision()
+                    .map(|lp| f64::from(lp.val().into_scalar::<f32>())),
+            })
+        },
+        |sums: &mut Sums, s: Scored<'_, Predictions>| {
+            for (c, m) in s.chains.iter().zip(&s.scores) {
+                sums.fold(s.report.weights[*c], m, &*back, unit);
+            }
+            Ok(())
+        },
+    );
     // `theta` before the run (a resumed run restores the sampler inside `Run::run`).
     let theta_start = sampler.theta().map_or(Vec::new(), |t| t.theta().to_vec());
     let mut saver = files
@@ -656,6 +625,7 @@ where
         .burn_in(burn)
         .thin(every)
         .observe(&mut guard)
+        .observe(&mut stats)
         .observe(&mut average)
         .observe(&mut trace);
     if let Some(s) = saver.as_mut() {
@@ -680,17 +650,10 @@ where
     // Every rank's draws to rank 0 (a collective every rank reaches before any returns).
     let trace = trace.gather(ranks)?;
     let diagnostics = trace.clone().map(|t| Trace::from(t).summary());
-    let mut s = average.sums;
-    if ranks.is_distributed() {
-        let Some(parts) = ranks.gather(std::mem::take(&mut s.kept))? else {
-            return Ok(None);
-        };
-        let mut kept: Vec<KeptModel> = parts.into_iter().flatten().collect();
-        kept.sort_by_key(|m| (m.step, m.chain));
-        for m in &kept {
-            s.fold(m, &*back, unit);
-        }
+    if !ranks.is_leader() {
+        return Ok(None);
     }
+    let s = average.into_state();
     let wsum = s.weight;
     if wsum.is_nan() || wsum <= 0.0 {
         return Err(AppError::Run(
@@ -725,9 +688,10 @@ where
         wall_seconds: report.wall_seconds,
         error: None,
         noise_sd: learned.then(|| s.sd / wsum),
-        contour: s
-            .stats
-            .map(|st| st.finish(sampler.theta().map(|t| t.theta()), &theta_start)),
+        contour: stats.stats.map(|mut st| {
+            (st.weight_sum, st.weight_sq_sum) = (s.weight, s.weight_sq);
+            st.finish(sampler.theta().map(|t| t.theta()), &theta_start)
+        }),
         predictions: pred,
         diagnostics,
         trace,

@@ -1,5 +1,6 @@
-//! Every chain scored at chosen steps, over the ranks of a job: the evaluation of a network
-//! experiment (test accuracy of each chain, the model average of the sample chains).
+//! Every chain scored at chosen steps, or every kept sample, over the ranks of a job: the
+//! evaluation of a network experiment (test accuracy of each chain, the model average of the
+//! sample chains).
 
 use std::time::Instant;
 
@@ -9,7 +10,7 @@ use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::error::RunError;
-use crate::observer::{Observer, Progress, decode, encode};
+use crate::observer::{Kept, Observer, Progress, decode, encode};
 use crate::ranks::Ranks;
 
 /// One chain's model at an evaluation, as the score sees it.
@@ -25,14 +26,17 @@ pub struct Scoring<'a> {
     pub end: bool,
 }
 
-/// Every chain's score at one evaluation, in global chain order (on rank 0).
+/// The scores of one evaluation, in global chain order (on rank 0).
 pub struct Scored<'a, T> {
     /// As [`Scoring::at`].
     pub at: &'a Progress,
     /// As [`Scoring::report`].
     pub report: &'a StepReport,
-    /// One score per chain of the run, chain 0 first.
+    /// One score per scored chain: every chain of the run, or ([`Evaluate::kept`]) the chains
+    /// whose points are samples.
     pub scores: Vec<T>,
+    /// The global index of each score's chain, ascending.
+    pub chains: Vec<usize>,
     /// As [`Scoring::end`].
     pub end: bool,
 }
@@ -62,6 +66,8 @@ struct Timed<St> {
     seconds: f64,
 }
 
+/// The rule of the steps to evaluate at.
+type When<'a> = Box<dyn Fn(&Progress) -> bool + 'a>;
 /// A score closure: one chain's model to a value that travels to rank 0.
 type Score<'a, M, T> = Box<dyn FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a>;
 /// A fold closure: every chain's scores into the evaluation's state, on rank 0.
@@ -81,7 +87,8 @@ type Fold<'a, St, T> = Box<dyn FnMut(&mut St, Scored<'_, T>) -> Result<(), Strin
 /// module per chain): network chains, not toy rows.
 pub struct Evaluate<'a, M, T, St> {
     ranks: &'a Ranks,
-    when: Box<dyn Fn(&Progress) -> bool + 'a>,
+    /// The steps to score every chain at; `None`: the kept samples ([`Evaluate::kept`]).
+    when: Option<When<'a>>,
     score: Score<'a, M, T>,
     fold: Fold<'a, St, T>,
     at_end: bool,
@@ -99,11 +106,39 @@ impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
     ) -> Self {
         Self {
             ranks,
-            when: Box::new(when),
+            when: Some(Box::new(when)),
             score: Box::new(score),
             fold: Box::new(fold),
             at_end: false,
             timed: Timed::default(),
+            held: None,
+        }
+    }
+}
+
+impl<'a, M, T, St> Evaluate<'a, M, T, St> {
+    /// Scores the run's samples instead: at every kept step ([`Kept`]: after the burn-in, every
+    /// `thin`-th step, not in an exploration phase), each rank scores the pre-move points of its
+    /// chains that are samples (every chain, or the rung-0 chain of replica exchange), and rank
+    /// 0 folds them in global chain order with [`Scored::chains`] naming them. A model average
+    /// of any prediction, over the ranks, in the order of a one-process run; the folds start
+    /// from `state`.
+    pub fn kept(
+        ranks: &'a Ranks,
+        state: St,
+        score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
+        fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
+    ) -> Self {
+        Self {
+            ranks,
+            when: None,
+            score: Box::new(score),
+            fold: Box::new(fold),
+            at_end: false,
+            timed: Timed {
+                state,
+                seconds: 0.0,
+            },
             held: None,
         }
     }
@@ -134,25 +169,22 @@ impl<M, T, St> Evaluate<'_, M, T, St>
 where
     T: Serialize + DeserializeOwned,
 {
-    fn evaluate(
+    /// Scores `models`, this rank's chains `chains` (every chain of the run when `all`), and
+    /// folds every rank's scores on rank 0.
+    fn evaluate<'m>(
         &mut self,
-        at: &Progress,
-        report: &StepReport,
-        end: bool,
-        models: &[M],
-    ) -> Result<(), RunError> {
+        (at, report, end): (&Progress, &StepReport, bool),
+        chains: &[usize],
+        models: impl Iterator<Item = &'m M>,
+        all: bool,
+    ) -> Result<(), RunError>
+    where
+        M: 'm,
+    {
         let clock = Instant::now();
-        if models.len() != report.local.len() {
-            return Err(RunError::Observer(format!(
-                "an evaluation scores one model per chain ({} models for {} chains)",
-                models.len(),
-                report.local.len()
-            )));
-        }
         let mine = models
-            .iter()
-            .zip(report.local.clone())
-            .map(|(m, chain)| {
+            .zip(chains)
+            .map(|(m, &chain)| {
                 let s = Scoring {
                     at,
                     report,
@@ -162,17 +194,48 @@ where
                 (self.score)(&s, m).map_err(RunError::Observer)
             })
             .collect::<Result<Vec<T>, _>>()?;
-        if let Some(scores) = self.ranks.gather_chains(mine)? {
+        let gathered = if all {
+            self.ranks.gather_chains(mine)?.map(|scores| {
+                let chains = (0..scores.len()).collect();
+                (scores, chains)
+            })
+        } else {
+            let pairs: Vec<(usize, T)> = chains.iter().copied().zip(mine).collect();
+            self.ranks.gather(pairs)?.map(|parts| {
+                let mut pairs: Vec<(usize, T)> = parts.into_iter().flatten().collect();
+                pairs.sort_by_key(|(c, _)| *c);
+                pairs.into_iter().map(|(c, t)| (t, c)).unzip()
+            })
+        };
+        if let Some((scores, chains)) = gathered {
             let scored = Scored {
                 at,
                 report,
                 scores,
+                chains,
                 end,
             };
             (self.fold)(&mut self.timed.state, scored).map_err(RunError::Observer)?;
         }
         self.timed.seconds += clock.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    /// [`Self::evaluate`] of one model per chain of this rank.
+    fn evaluate_all(
+        &mut self,
+        step: (&Progress, &StepReport, bool),
+        models: &[M],
+    ) -> Result<(), RunError> {
+        let local: Vec<usize> = step.1.local.clone().collect();
+        if models.len() != local.len() {
+            return Err(RunError::Observer(format!(
+                "an evaluation scores one model per chain ({} models for {} chains)",
+                models.len(),
+                local.len()
+            )));
+        }
+        self.evaluate(step, &local, models.iter(), true)
     }
 }
 
@@ -183,8 +246,12 @@ where
     T: Serialize + DeserializeOwned,
     St: Serialize + DeserializeOwned,
 {
+    fn wants_points(&self) -> bool {
+        self.when.is_none()
+    }
+
     fn before_step(&mut self, at: &Progress, sampler: &S) -> Result<(), RunError> {
-        if (self.when)(at) {
+        if self.when.as_ref().is_some_and(|when| when(at)) {
             let mut held = self.held.take().unwrap_or_default();
             sampler.ensemble().snapshot_into(&mut held);
             self.held = Some(held);
@@ -194,7 +261,15 @@ where
 
     fn on_step(&mut self, at: &Progress, _: &S, report: &StepReport) -> Result<(), RunError> {
         if let Some(models) = self.held.take() {
-            self.evaluate(at, report, false, &models)?;
+            self.evaluate_all((at, report, false), &models)?;
+        }
+        Ok(())
+    }
+
+    fn on_sample(&mut self, at: &Progress, kept: &Kept<'_, Vec<M>>) -> Result<(), RunError> {
+        if self.when.is_none() {
+            let models = kept.chains.iter().map(|&c| &kept.points[kept.index(c)]);
+            self.evaluate((at, kept.report, false), kept.chains, models, false)?;
         }
         Ok(())
     }
@@ -203,7 +278,7 @@ where
         if self.at_end {
             let mut models = Vec::new();
             sampler.ensemble().snapshot_into(&mut models);
-            self.evaluate(at, sampler.report(), true, &models)?;
+            self.evaluate_all((at, sampler.report(), true), &models)?;
         }
         Ok(())
     }
