@@ -594,7 +594,8 @@ where
             }
             Ok(())
         },
-    );
+    )
+    .unclocked();
     // `theta` before the run (a resumed run restores the sampler inside `Run::run`).
     let theta_start = sampler.theta().map_or(Vec::new(), |t| t.theta().to_vec());
     let mut saver = files

@@ -45,12 +45,12 @@ use crate::{BatchSource, Checkpoint, Checkpoints, Observer, Run};
 pub trait NetExperiment: Sized {
     /// The command (`sgmcmc NAME`), as messages and resume commands name it.
     const COMMAND: &'static str;
+    /// What a checkpoint of another command (or an older sgmcmc) is called in the error.
+    const NOT_OURS: &'static str;
     /// What goes wrong (the skeleton's own errors arrive as [`RunError`]).
     type Error: JobError;
     /// Where the experiment's lines and progress go.
     type Console: Console;
-    /// What a checkpoint of another command (or an older sgmcmc) is called in the error.
-    const NOT_OURS: &'static str;
     /// The run's settings (its `config.toml`).
     type Config: Clone + Serialize + DeserializeOwned;
     /// The data a run reads.

@@ -92,6 +92,8 @@ pub struct Evaluate<'a, M, T, St> {
     score: Score<'a, M, T>,
     fold: Fold<'a, St, T>,
     at_end: bool,
+    /// Whether the seconds spent are counted (and checkpointed).
+    clocked: bool,
     timed: Timed<St>,
     held: Option<Vec<M>>,
 }
@@ -110,6 +112,7 @@ impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
             score: Box::new(score),
             fold: Box::new(fold),
             at_end: false,
+            clocked: true,
             timed: Timed::default(),
             held: None,
         }
@@ -135,12 +138,21 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
             score: Box::new(score),
             fold: Box::new(fold),
             at_end: false,
+            clocked: true,
             timed: Timed {
                 state,
                 seconds: 0.0,
             },
             held: None,
         }
+    }
+
+    /// Leaves the seconds spent uncounted ([`Evaluate::seconds`] stays 0): the checkpoints then
+    /// hold the folded state alone, and a resumed run's final checkpoint equals an
+    /// uninterrupted one's to the byte.
+    pub fn unclocked(mut self) -> Self {
+        self.clocked = false;
+        self
     }
 
     /// Also scores the final models after the last step of a finished run.
@@ -217,7 +229,9 @@ where
             };
             (self.fold)(&mut self.timed.state, scored).map_err(RunError::Observer)?;
         }
-        self.timed.seconds += clock.elapsed().as_secs_f64();
+        if self.clocked {
+            self.timed.seconds += clock.elapsed().as_secs_f64();
+        }
         Ok(())
     }
 
