@@ -27,15 +27,20 @@ fn values(m: &Linear) -> Vec<f32> {
     [w, b.try_to_vec::<f32>().unwrap()].concat()
 }
 
+/// Eight points on the line `y = 2 x - 1`.
+fn line(device: &Device) -> Xy {
+    let x: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
+    let y: Vec<f32> = x.iter().map(|v| 2.0 * v - 1.0).collect();
+    Xy(
+        Tensor::from_data(TensorData::new(x, [8, 1]), device),
+        Tensor::from_data(TensorData::new(y, [8, 1]), device),
+    )
+}
+
 #[test]
 fn evaluations_score_the_pre_move_models_and_the_final_ones_in_chain_order() {
     let device = Device::flex().autodiff();
-    let x: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
-    let y: Vec<f32> = x.iter().map(|v| 2.0 * v - 1.0).collect();
-    let batch = Xy(
-        Tensor::from_data(TensorData::new(x, [8, 1]), &device),
-        Tensor::from_data(TensorData::new(y, [8, 1]), &device),
-    );
+    let batch = line(&device);
     let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
     let models = init::chains(&device, 3, 3, || LinearConfig::new(1, 1).init(&device));
     let ensemble = ModuleEnsemble::new(posterior, models, 3).unwrap();
@@ -93,12 +98,7 @@ fn evaluations_score_the_pre_move_models_and_the_final_ones_in_chain_order() {
 fn kept_evaluations_score_the_samples_and_name_their_chains() {
     use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
     let device = Device::flex().autodiff();
-    let x: Vec<f32> = (0..8).map(|i| i as f32 / 8.0).collect();
-    let y: Vec<f32> = x.iter().map(|v| 2.0 * v - 1.0).collect();
-    let batch = Xy(
-        Tensor::from_data(TensorData::new(x, [8, 1]), &device),
-        Tensor::from_data(TensorData::new(y, [8, 1]), &device),
-    );
+    let batch = line(&device);
     let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
     for (name, samples_per_step) in [("sgld", 3), ("resgld", 1)] {
         let models = init::chains(&device, 3, 3, || LinearConfig::new(1, 1).init(&device));
