@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sgmcmc_engine::experiment::Console;
+use sgmcmc_engine::run_dir;
 pub use sgmcmc_engine::run_dir::LOCK_FILE;
-use sgmcmc_engine::run_dir::{self, Lock};
 
 use crate::error::AppError;
 use crate::progress::Terminal;
@@ -36,23 +36,16 @@ pub struct Force {
     pub force: bool,
 }
 
-/// Says on stderr that a run folder goes unguarded (a file system without locks).
-fn warn_unguarded(lock: Lock) {
-    if let Lock::Unguarded(warning) = lock {
-        Terminal::warn(&warning);
-    }
-}
-
 /// Takes the lock of the run folder `dir` ([`run_dir::lock_run_dir`]).
 pub fn lock_run_dir(dir: &Path) -> Result<(), AppError> {
-    warn_unguarded(run_dir::lock_run_dir(dir)?);
+    run_dir::lock_run_dir(dir)?.warn(Terminal::warn);
     Ok(())
 }
 
 /// The run folder of a fresh run ([`run_dir::fresh_run_dir`]): created, locked, and empty
 /// unless `force`, which deletes the entries named in `own` first.
 pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<PathBuf, AppError> {
-    warn_unguarded(run_dir::fresh_run_dir(dir, force, own)?);
+    run_dir::fresh_run_dir(dir, force, own)?.warn(Terminal::warn);
     Ok(dir.to_path_buf())
 }
 

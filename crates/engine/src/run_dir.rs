@@ -27,6 +27,15 @@ pub enum Lock {
     Unguarded(String),
 }
 
+impl Lock {
+    /// Hands the warning of an unguarded folder to `warn`.
+    pub fn warn(self, warn: impl FnOnce(&str)) {
+        if let Self::Unguarded(w) = self {
+            warn(&w);
+        }
+    }
+}
+
 /// The run folders this process holds locked (until it exits).
 static LOCKS: std::sync::Mutex<Vec<(PathBuf, fs::File)>> = std::sync::Mutex::new(Vec::new());
 

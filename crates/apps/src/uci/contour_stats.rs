@@ -73,10 +73,9 @@ impl ContourStats {
         }
     }
 
-    /// Records the weight of one averaged model.
-    pub fn model(&mut self, weight: f64) {
-        self.weight_sum += weight;
-        self.weight_sq_sum += weight * weight;
+    /// Records the averaged models' weights: their sum and the sum of their squares.
+    pub fn weights(&mut self, sum: f64, sum_sq: f64) {
+        (self.weight_sum, self.weight_sq_sum) = (sum, sum_sq);
     }
 
     /// Fills the derived fields; `theta` is the final `theta`, `start` the initial one.
@@ -163,8 +162,7 @@ mod tests {
         s.step(&report(0, 1.0, 0), true);
         s.step(&report(2, -0.5, 1), true);
         s.step(&report(0, 1.0, 1), true);
-        s.model(1.0);
-        s.model(3.0);
+        s.weights(1.0 + 3.0, 1.0 + 9.0);
         let s = s.finish(Some(&[0.2, 0.5, 0.3]), &[1.0 / 3.0; 3]);
         assert_eq!((s.bin_min, s.bin_max), (0, 2));
         assert!((s.bin0_fraction - 2.0 / 3.0).abs() < 1e-12);

@@ -690,7 +690,7 @@ where
         error: None,
         noise_sd: learned.then(|| s.sd / wsum),
         contour: stats.stats.map(|mut st| {
-            (st.weight_sum, st.weight_sq_sum) = (s.weight, s.weight_sq);
+            st.weights(s.weight, s.weight_sq);
             st.finish(sampler.theta().map(|t| t.theta()), &theta_start)
         }),
         predictions: pred,

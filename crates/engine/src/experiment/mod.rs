@@ -38,7 +38,7 @@ use crate::error::RunError;
 use crate::observers::{BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary};
 use crate::ranks::{JobError, Ranks};
 use crate::run::Length;
-use crate::run_dir::{Lock, fresh_run_dir};
+use crate::run_dir::fresh_run_dir;
 use crate::{BatchSource, Checkpoint, Checkpoints, Observer, Run};
 
 /// What a network experiment is made of; the skeleton's functions do the rest.
@@ -307,9 +307,7 @@ pub fn run_distributed<E: NetExperiment>(
 ) -> Result<(), E::Error> {
     let (config, dir) = ranks.agree(resolve())?;
     ranks.on_leader(|| {
-        if let Lock::Unguarded(w) = fresh_run_dir(&dir, launch.force, &with_parts(files))? {
-            E::Console::warn(&w);
-        }
+        fresh_run_dir(&dir, launch.force, &with_parts(files))?.warn(E::Console::warn);
         Ok::<(), E::Error>(())
     })?;
     let data = ranks.agree(E::load(root, &config))?;

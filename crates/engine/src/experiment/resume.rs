@@ -9,7 +9,7 @@ use sgmcmc_samplers::sampler::Sampler;
 use crate::checkpoint_parts::{Manifest, read_part};
 use crate::error::RunError;
 use crate::ranks::{JobError, Ranks};
-use crate::run_dir::{Lock, lock_run_dir};
+use crate::run_dir::lock_run_dir;
 use crate::{Checkpoint, Run};
 
 /// The checkpoint a run continues from, with this rank's part of a distributed one.
@@ -42,9 +42,7 @@ impl Resume {
         warn: &dyn Fn(&str),
     ) -> Result<Self, E> {
         ranks.on_leader(|| {
-            if let Lock::Unguarded(w) = lock_run_dir(dir)? {
-                warn(&w);
-            }
+            lock_run_dir(dir)?.warn(warn);
             Ok::<(), E>(())
         })?;
         if !ranks.is_distributed() {

@@ -106,16 +106,7 @@ impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
         score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
         fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
     ) -> Self {
-        Self {
-            ranks,
-            when: Some(Box::new(when)),
-            score: Box::new(score),
-            fold: Box::new(fold),
-            at_end: false,
-            clocked: true,
-            timed: Timed::default(),
-            held: None,
-        }
+        Self::build(ranks, Some(Box::new(when)), St::default(), score, fold)
     }
 }
 
@@ -132,9 +123,19 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
         score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
         fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
     ) -> Self {
+        Self::build(ranks, None, state, score, fold)
+    }
+
+    fn build(
+        ranks: &'a Ranks,
+        when: Option<When<'a>>,
+        state: St,
+        score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
+        fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
+    ) -> Self {
         Self {
             ranks,
-            when: None,
+            when,
             score: Box::new(score),
             fold: Box::new(fold),
             at_end: false,
