@@ -8,6 +8,8 @@
 //! * [`models`]: networks, likelihoods, priors and posterior targets.
 //! * [`data`]: dataset readers.
 //! * [`testfunctions`]: the papers' analytic targets with their exact answers.
+//! * `plot` (feature `plot`, on with `cli`): PNG figures of runs (line charts with bands,
+//!   scatter plots, samples over an exact density, loss surfaces).
 //! * [`nn`]: burn's layers as drop-in modules on the fast path, and the categorical likelihood.
 //! * `apps` (feature `cli`, on by default): the `sgmcmc` command line (experiments, reports,
 //!   plots).
@@ -19,6 +21,8 @@ pub use sgmcmc_data as data;
 pub use sgmcmc_engine as engine;
 pub use sgmcmc_models as models;
 pub use sgmcmc_models::nn;
+#[cfg(feature = "plot")]
+pub use sgmcmc_plot as plot;
 pub use sgmcmc_samplers as samplers;
 pub use sgmcmc_testfunctions as testfunctions;
 

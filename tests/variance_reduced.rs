@@ -248,7 +248,7 @@ mod modules {
     #[test]
     fn snapshots_scored_on_pool_threads_equal_the_sequential_scoring() {
         let device = Device::flex().autodiff();
-        let states = sgmcmc::apps::threads::with_threads(2, || {
+        let states = sgmcmc::engine::jobs::with_threads(2, || {
             [false, true].map(|sequential| {
                 let mut s = sampler_of(&device, sequential);
                 run(&mut s, 40, &device);

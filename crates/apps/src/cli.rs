@@ -10,8 +10,9 @@ use sgmcmc_engine::DeviceChoice;
 use crate::demo;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
-use crate::overrides::{apply_sets, check_flags_vs_sets, check_sets_read, flags_over, with_config};
 use crate::toy::{self, ToyConfig};
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::{apply_sets, check_flags_vs_sets, check_sets_read, with_config};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
 #[derive(Debug, Parser)]

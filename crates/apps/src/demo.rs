@@ -79,7 +79,7 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
         .iter()
         .map(|(name, x, w, _)| (name.as_str(), x.as_slice(), w.as_slice()))
         .collect();
-    crate::plot::weighted_histograms(
+    sgmcmc_plot::weighted_histograms(
         &a.out.join("density.png"),
         "0.4 N(-6,1) + 0.6 N(4,1): weighted samples over the exact density",
         samples[0].3.potential(),

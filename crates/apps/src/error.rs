@@ -47,7 +47,7 @@ impl From<sgmcmc_engine::RunError> for AppError {
                 Self::Input(e.to_string())
             }
             R::Setting(_) => Self::Usage(e.to_string()),
-            R::Diverged { .. } | R::Observer(_) => Self::Run(e.to_string()),
+            R::Diverged { .. } | R::Observer(_) | R::Resources(_) => Self::Run(e.to_string()),
         }
     }
 }
@@ -67,6 +67,26 @@ impl From<TargetError> for AppError {
 impl From<sgmcmc_testfunctions::SpecError> for AppError {
     fn from(e: sgmcmc_testfunctions::SpecError) -> Self {
         Self::Usage(e.to_string())
+    }
+}
+
+impl From<sgmcmc_engine::settings::SettingsError> for AppError {
+    fn from(e: sgmcmc_engine::settings::SettingsError) -> Self {
+        use sgmcmc_engine::settings::SettingsError as S;
+        match e {
+            S::Read { .. } | S::Malformed { .. } => Self::Input(e.to_string()),
+            S::Set(_) => Self::Usage(e.to_string()),
+            S::Encode(_) => Self::Run(e.to_string()),
+        }
+    }
+}
+
+impl From<sgmcmc_plot::PlotError> for AppError {
+    fn from(e: sgmcmc_plot::PlotError) -> Self {
+        match e {
+            sgmcmc_plot::PlotError::Write(e) => e.into(),
+            e => Self::Run(e.to_string()),
+        }
     }
 }
 
@@ -114,6 +134,7 @@ mod tests {
             RunError::Setting("zero steps".into()),
             RunError::Batch("item 3".into()),
             RunError::Observer("nan".into()),
+            RunError::Resources("no threads".into()),
         ] {
             let code = e.exit_code();
             assert_eq!(AppError::from(e).exit_code(), code);

@@ -80,28 +80,9 @@ pub fn write_toml(path: &Path, value: &impl serde::Serialize) -> Result<(), AppE
     Ok(sgmcmc_engine::fs::write_toml(path, value)?)
 }
 
-/// Writes rows as CSV with a header, atomically.
+/// Writes rows as CSV with a header, atomically ([`sgmcmc_engine::fs::write_csv`]).
 pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<f64>]) -> Result<(), AppError> {
-    let mut text = header.join(",");
-    text.push('\n');
-    for r in rows {
-        let cells: Vec<String> = r.iter().map(|v| format!("{v}")).collect();
-        text.push_str(&cells.join(","));
-        text.push('\n');
-    }
-    write_atomic(path, text.as_bytes())
-}
-
-/// The data directory of a run: `flag` if given, else `$SGMCMC_DATA_DIR` (an empty value counts
-/// as unset), else `../shared/datasets`.
-pub fn data_root(flag: Option<&Path>) -> PathBuf {
-    flag.map(Path::to_path_buf)
-        .or_else(|| {
-            std::env::var_os("SGMCMC_DATA_DIR")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        })
-        .unwrap_or_else(|| PathBuf::from("../shared/datasets"))
+    Ok(sgmcmc_engine::fs::write_csv(path, header, rows)?)
 }
 
 /// `m +- sd` for a table: the standard deviation to two significant digits and the mean to the
@@ -125,17 +106,6 @@ pub fn mean_pm(m: f64, sd: f64) -> String {
     }
     let d = decimals.max(0) as usize;
     format!("{m:.d$} +- {sd:.d$}")
-}
-
-/// Checks that a seed fits the signed 64-bit integers of TOML configs (`config.toml`).
-pub fn check_seed(seed: u64) -> Result<(), AppError> {
-    if i64::try_from(seed).is_err() {
-        return Err(AppError::Usage(format!(
-            "seed {seed} is too large (at most {}, the largest integer a config file holds)",
-            i64::MAX
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

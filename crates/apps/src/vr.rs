@@ -267,8 +267,8 @@ pub fn config_of(a: &VrArgs) -> Result<VrStudyConfig, AppError> {
     } else {
         VrStudyConfig::thesis()
     };
-    let mut base = crate::overrides::with_config(preset.clone(), a.config.as_deref())?;
-    crate::overrides::flags_over!(base, a; iters, seed);
+    let mut base = sgmcmc_engine::settings::with_config(preset.clone(), a.config.as_deref())?;
+    sgmcmc_engine::flags_over!(base, a; iters, seed);
     if (base.period, base.correction) != (preset.period, preset.correction) {
         return Err(AppError::Usage(
             "vr-resgld runs its own set of periods (m 10, 40, 200, none) and corrections (F 1, \
@@ -390,7 +390,7 @@ pub fn run_cli(a: &VrArgs, base: VrStudyConfig) -> Result<(), AppError> {
             )
         })
         .collect();
-    crate::plot::lines(
+    sgmcmc_plot::lines(
         &a.out.join("traces.png"),
         "rung-0 beta: VR-reSGLD (m = 40, F = 1) vs reSGLD (F = 100)",
         "step",

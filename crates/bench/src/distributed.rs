@@ -132,7 +132,7 @@ fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Re
         let mut s = Sgmcmc::placed(sgld(), ens, placement.clone())?;
         s.step(&batch)?;
         comm.barrier().map_err(comm_err)?;
-        let r = sgmcmc_apps::threads::with_threads(1, || {
+        let r = sgmcmc_engine::jobs::with_threads(1, || {
             per_call(steps, || s.step(&batch).map(|_| ()).map_err(Into::into))
         })??;
         comm.barrier().map_err(comm_err)?;
@@ -140,7 +140,7 @@ fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Re
         if ranks.rank() == 0 {
             let modules = (0..P).map(|_| cnn.init(&ad)).collect();
             let mut s = Sgmcmc::new(sgld(), ModuleEnsemble::new(post.clone(), modules, 1)?)?;
-            let r = sgmcmc_apps::threads::with_threads(ranks.size(), || {
+            let r = sgmcmc_engine::jobs::with_threads(ranks.size(), || {
                 s.step(&batch)?;
                 per_call(steps, || s.step(&batch).map(|_| ()).map_err(Into::into))
             })??;

@@ -221,14 +221,14 @@ pub(crate) fn chain_scaling<M: Module, T: Target<M> + Clone + Send>(
     let mut one_best = 0.0f64;
     for threads in [1, 2] {
         let mut s = Sgmcmc::new(sgld(), chains(1)?)?;
-        let r = sgmcmc_apps::threads::with_threads(threads, || {
+        let r = sgmcmc_engine::jobs::with_threads(threads, || {
             rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))
         })??;
         one_best = one_best.max(r);
     }
     let mut s = Sgmcmc::new(sgld(), chains(2)?)?;
     let two = 2.0
-        * sgmcmc_apps::threads::with_threads(2, || {
+        * sgmcmc_engine::jobs::with_threads(2, || {
             rate(a.seconds, || s.step(batch).map(|_| ()).map_err(Into::into))
         })??;
     record(

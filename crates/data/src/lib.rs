@@ -17,6 +17,7 @@ pub mod fetch_digits;
 pub mod fetch_mnist;
 pub mod idx;
 pub mod images;
+pub mod inputs;
 pub mod loopback;
 pub mod mat_writer;
 pub mod mnist;
@@ -33,6 +34,18 @@ pub use images::Images;
 pub use mnist::{ImageData, ImageSet};
 pub use mushroom::Mushrooms;
 pub use uci::{Split, SplitData, Standardizer, UciDataset};
+
+/// The data folder of a run: `flag` if given, else `$SGMCMC_DATA_DIR` (an empty value counts
+/// as unset), else `../shared/datasets` (relative to the working folder).
+pub fn data_root(flag: Option<&std::path::Path>) -> std::path::PathBuf {
+    flag.map(std::path::Path::to_path_buf)
+        .or_else(|| {
+            std::env::var_os("SGMCMC_DATA_DIR")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+        })
+        .unwrap_or_else(|| std::path::PathBuf::from("../shared/datasets"))
+}
 
 /// Where tests find the shared datasets: `$SGMCMC_DATA_DIR`, else `../shared/datasets` relative
 /// to the workspace root.

@@ -52,6 +52,9 @@ pub enum RunError {
     /// An observer failed (e.g. a prediction could not be read back).
     #[error("{0}")]
     Observer(String),
+    /// The machine did not give the run what it needs (e.g. its compute threads).
+    #[error("{0}")]
+    Resources(String),
 }
 
 impl RunError {
@@ -65,7 +68,7 @@ impl RunError {
     }
 
     /// The conventional process exit code: 1 for a run that failed (a divergence, an
-    /// observer that could not finish), 2 for bad input (settings, files, batches).
+    /// observer that could not finish, missing resources), 2 for bad input (settings, files, batches).
     pub fn exit_code(&self) -> i32 {
         match self {
             Self::Sampler(e) if !e.is_divergence() => 2,

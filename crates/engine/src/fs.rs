@@ -73,6 +73,19 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), RunE
     write_atomic(path, text.as_bytes())
 }
 
+/// Writes rows of numbers as CSV under a header, atomically (each number as Rust prints it:
+/// the shortest text that reads back to the same `f64`).
+pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<f64>]) -> Result<(), RunError> {
+    let mut text = header.join(",");
+    text.push('\n');
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|v| format!("{v}")).collect();
+        text.push_str(&cells.join(","));
+        text.push('\n');
+    }
+    write_atomic(path, text.as_bytes())
+}
+
 /// Creates `dir` (and its parents).
 pub fn create_dir(dir: &Path) -> Result<(), RunError> {
     fs::create_dir_all(dir).map_err(|e| RunError::io("cannot create folder", dir, e))

@@ -22,7 +22,10 @@
 //! * [`experiment`]: the skeleton of a network experiment on one process or over the ranks
 //!   (build, drive, checkpoint with the run's record, resume from the folder alone, report on
 //!   rank 0), with [`run_dir`] (locked run folders) and [`DeviceChoice`] (a device by name).
-//! * [`SavedPosterior`]: the models a run saved, loaded back to predict.
+//! * [`SavedPosterior`]: the models a run saved, loaded back; [`predict`]: their model
+//!   average on new inputs (regression rows, images with their uncertainty and metrics).
+//! * [`settings`]: settings layered from defaults, presets, files and `KEY=VALUE` overrides;
+//!   [`limits`]: bounds on run sizes; [`fs`]: atomic writes (JSON, TOML, CSV).
 //! * [`init`]: chains initialised from the run's seed; [`tuning`]: energy partitions and step
 //!   sizes from pilot runs.
 //!
@@ -37,18 +40,22 @@ pub mod error;
 pub mod experiment;
 pub mod fs;
 pub mod init;
+pub mod jobs;
 #[cfg(feature = "learner")]
 pub mod learner;
+pub mod limits;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod observer;
 pub mod observers;
 pub mod posterior;
+pub mod predict;
 pub mod prefetch;
 pub mod ranks;
 pub mod run;
 pub mod run_dir;
 pub mod safetensors;
+pub mod settings;
 pub mod tensors;
 pub mod tuning;
 pub mod zarr;

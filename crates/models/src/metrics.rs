@@ -226,9 +226,55 @@ fn argmax(row: &[f64]) -> usize {
         .0
 }
 
+/// Confidence bins of the expected calibration error and the reliability diagram (the 15 of
+/// Guo et al. 2017, as the papers' tables use).
+pub const CALIBRATION_BINS: usize = 15;
+
+/// A classifier's test-set metrics in the units of the papers' tables (thesis Table 6.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClassifierMetrics {
+    /// Accuracy.
+    pub accuracy: f64,
+    /// Mean negative log-likelihood (nats per input).
+    pub nll: f64,
+    /// Negative log-likelihood summed over the inputs (Table 6.1's NLL).
+    pub nll_sum: f64,
+    /// Mean Brier score `sum_c (p_c - 1{c = y})^2`, per mille.
+    pub brier_permille: f64,
+    /// Expected calibration error ([`CALIBRATION_BINS`] equal-width confidence bins), per cent.
+    pub ece_percent: f64,
+}
+
+impl ClassifierMetrics {
+    /// The metrics of class probabilities `probs` (`[n, k]` row-major) against `labels`.
+    pub fn of(probs: &[f64], k: usize, labels: &[usize]) -> Self {
+        let mean_nll = nll(probs, k, labels);
+        Self {
+            accuracy: accuracy(probs, k, labels),
+            nll: mean_nll,
+            nll_sum: mean_nll * labels.len() as f64,
+            brier_permille: 1000.0 * brier(probs, k, labels),
+            ece_percent: 100.0 * ece(probs, k, labels, CALIBRATION_BINS),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_metrics_match_hand_values() {
+        let p = [0.9, 0.1, 0.4, 0.6];
+        let m = ClassifierMetrics::of(&p, 2, &[0, 0]);
+        assert_eq!(m.accuracy, 0.5);
+        let nll = -(0.9f64.ln() + 0.4f64.ln()) / 2.0;
+        assert!((m.nll - nll).abs() < 1e-12 && (m.nll_sum - 2.0 * nll).abs() < 1e-12);
+        // Brier: (0.01 + 0.01 + 0.36 + 0.36) / 2 = 0.37.
+        assert!((m.brier_permille - 370.0).abs() < 1e-9);
+        // ECE: bin of 0.9 (right, gap 0.1) and of 0.6 (wrong, gap 0.6), half the mass each.
+        assert!((m.ece_percent - 35.0).abs() < 1e-9);
+    }
 
     #[test]
     fn metrics_match_hand_computed_values() {

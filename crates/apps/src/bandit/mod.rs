@@ -31,9 +31,9 @@ use sgmcmc_engine::DeviceChoice;
 
 use crate::error::AppError;
 use crate::output;
-use crate::overrides::ConfigFile;
 pub use config::BanditConfig;
 pub use report::FILES;
+use sgmcmc_engine::settings::ConfigFile;
 
 /// Options of `sgmcmc bandit`.
 #[derive(Debug, Args)]
@@ -93,9 +93,9 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
         }
     }
     config.validate()?;
-    let file = output::data_root(a.data_dir.as_deref()).join("mushroom/agaricus-lepiota.data");
+    let file = sgmcmc_data::data_root(a.data_dir.as_deref()).join("mushroom/agaricus-lepiota.data");
     let data = Mushrooms::load(&file).map_err(|e| AppError::Input(e.to_string()))?;
-    crate::limits::check_threads(a.threads)?;
+    sgmcmc_engine::limits::check_threads(a.threads)?;
     output::fresh_run_dir(&a.out, a.force.force, FILES)?;
     output::write_toml(&a.out.join("config.toml"), &config)?;
     let clock = Instant::now();
@@ -103,7 +103,7 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
     for agent in &config.agents {
         for seed in 1..=config.seeds {
             let started = Instant::now();
-            let (curve, diagnostics) = crate::threads::with_threads(a.threads, || {
+            let (curve, diagnostics) = sgmcmc_engine::jobs::with_threads(a.threads, || {
                 run::run_agent(&config, agent, &data, seed, &device)
             })??;
             if !a.quiet {

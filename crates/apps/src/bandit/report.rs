@@ -9,7 +9,7 @@ use sgmcmc_engine::observers::TraceSummary;
 
 use super::config::BanditConfig;
 use crate::error::AppError;
-use crate::{output, plot};
+use crate::output;
 
 /// What a run writes into its folder.
 pub const FILES: &[&str] = &["config.toml", "regret.csv", "regret.png", "summary.json"];
@@ -128,7 +128,7 @@ pub fn write(
             diagnostics: cs.iter().map(|c| c.diagnostics.clone()).collect(),
         });
     }
-    plot::lines_with_bands(
+    sgmcmc_plot::lines_with_bands(
         &out.join("regret.png"),
         &format!("mushroom bandit ({}): mean +- 1 se", config.preset),
         "bandit step",

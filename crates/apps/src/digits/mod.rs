@@ -22,7 +22,8 @@ use clap::Args;
 use sgmcmc_engine::DeviceChoice;
 
 use crate::error::AppError;
-use crate::overrides::{flags_over, with_config};
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::with_config;
 
 pub use run::predict;
 pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits};
@@ -94,11 +95,11 @@ pub fn config_of(a: &DigitsArgs) -> Result<DigitsConfig, AppError> {
 /// Runs `sgmcmc digits`.
 pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
     let device = a.device.tensor_device("digits")?;
-    let dir = crate::output::data_root(a.data_dir.as_deref()).join("digits");
+    let dir = sgmcmc_data::data_root(a.data_dir.as_deref()).join("digits");
     let config = config_of(a)?;
-    crate::limits::check_threads(a.threads)?;
+    sgmcmc_engine::limits::check_threads(a.threads)?;
     crate::output::fresh_run_dir(&a.out, a.force.force, FILES)?;
-    let s = crate::threads::with_threads(a.threads, || {
+    let s = sgmcmc_engine::jobs::with_threads(a.threads, || {
         run_digits(&config, &dir, &device, &a.out, a.device, !a.quiet)
     })??;
     println!(

@@ -25,7 +25,7 @@ use sgmcmc_samplers::sampler::Sampler;
 
 use crate::error::AppError;
 use crate::output::{self, RunHeader};
-use crate::{plot, progress};
+use crate::progress;
 
 /// The single-chain samplers `sgmcmc digits` runs (the BlackJAX comparison's kernels).
 pub const DIGITS_SAMPLERS: &[&str] = &["sgld", "sghmc", "psgld", "sgnht", "sgd", "msgd"];
@@ -128,12 +128,12 @@ impl DigitsConfig {
     /// Checks the settings, the sampler's included.
     pub fn validate(&self) -> Result<(), AppError> {
         let bad = |what: String| Err(AppError::Usage(format!("digits: {what}")));
-        output::check_seed(self.seed)?;
-        output::check_seed(self.split_seed)?;
+        sgmcmc_engine::limits::check_seed(self.seed)?;
+        sgmcmc_engine::limits::check_seed(self.split_seed)?;
         if self.steps == 0 || self.batch == 0 || self.hidden == 0 || self.bma_every == 0 {
             return bad("steps, batch, hidden and bma_every must be positive".into());
         }
-        crate::limits::check_steps("steps", Some(self.steps))?;
+        sgmcmc_engine::limits::check_steps("steps", Some(self.steps))?;
         if self.burn_in + self.bma_every > self.steps {
             return bad(format!(
                 "burn_in {} + bma_every {} exceeds steps {}: no model would be averaged",
@@ -458,7 +458,7 @@ fn write(out: &Path, summary: &DigitsSummary, rows: &[Vec<f64>]) -> Result<(), A
         rows,
     )?;
     let series = |c: usize| rows.iter().map(|r| (r[0], r[c])).collect::<Vec<_>>();
-    plot::lines(
+    sgmcmc_plot::lines(
         &out.join("accuracy.png"),
         "digits: test accuracy",
         "step",

@@ -378,7 +378,7 @@ impl ImagesConfig {
     /// Checks what the samplers do not check themselves.
     pub fn validate(&self) -> Result<(), AppError> {
         let bad = |what: String| Err(AppError::Usage(what));
-        crate::output::check_seed(self.seed)?;
+        sgmcmc_engine::limits::check_seed(self.seed)?;
         known_sampler(&self.sampler)?;
         self.architecture()?;
         if self.chains == 0 || self.chains > 64 {
@@ -410,11 +410,11 @@ impl ImagesConfig {
             }
         }
         // At least one step per epoch: epochs beyond the step budget are beyond any run.
-        if self.epochs > crate::limits::MAX_STEPS as f64 {
+        if self.epochs > sgmcmc_engine::limits::MAX_STEPS as f64 {
             return bad(format!(
                 "epochs {:e} is beyond any run (at least one step each; at most 2^40 = {} steps)",
                 self.epochs,
-                crate::limits::MAX_STEPS
+                sgmcmc_engine::limits::MAX_STEPS
             ));
         }
         for (name, v) in [

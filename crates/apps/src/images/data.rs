@@ -11,7 +11,7 @@ use burn::data::dataset::Dataset;
 use burn::tensor::{Device, Tensor};
 use sgmcmc_data::augment::{self, Augment};
 use sgmcmc_data::cifar::{Cifar10, Cifar100};
-use sgmcmc_data::datasets::{ChannelBatcher, ImageItem};
+use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_data::svhn::Svhn;
 use sgmcmc_data::{ImageData, Images};
 use sgmcmc_engine::{BatchSource, IndexBatches, RunError};
@@ -168,7 +168,7 @@ impl ImagesData {
                 train.cols
             )));
         }
-        crate::limits::check_batch_fits(train.len(), config.batch)?;
+        sgmcmc_engine::limits::check_batch_fits(train.len(), config.batch)?;
         let mut digest = DataDigest::default();
         for set in [&train, &test, &ood] {
             digest
@@ -198,17 +198,6 @@ impl ImagesData {
     pub fn classes(&self) -> usize {
         usize::from(self.train.classes)
     }
-}
-
-/// Images `idx` of `set`, normalised, as a `[n, c, h, w]` tensor on `device`.
-pub fn tensor(
-    set: &Images,
-    idx: std::ops::Range<usize>,
-    norm: &ChannelBatcher,
-    device: &Device,
-) -> Tensor<4> {
-    let items: Vec<ImageItem> = idx.filter_map(|i| set.get(i).ok()).collect();
-    norm.batch(items, device).0
 }
 
 /// Training images batched for the sampler: normalised per channel and augmented, each image

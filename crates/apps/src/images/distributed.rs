@@ -21,11 +21,11 @@ use sgmcmc_samplers::registry::SamplerSpec;
 
 use super::config::ImagesConfig;
 use super::data::ImagesData;
-use super::eval::probabilities;
 use super::run::{ImagesSampler, Stop};
 use super::{FILES, Images, ImagesArgs, config_of, out_dir};
 use crate::error::AppError;
-use crate::overrides::ConfigFile;
+use sgmcmc_engine::predict::classifier::probabilities;
+use sgmcmc_engine::settings::ConfigFile;
 
 /// One chain's predictions at an evaluation: on the test set, and, if its network joins the
 /// model average, on the out-of-distribution set (where the run has one). A rank computes
@@ -75,7 +75,7 @@ impl ChainProbs {
         if data.ood.is_empty() {
             return Ok(None);
         }
-        probabilities(model, &data.ood, &data.normaliser, device).map(Some)
+        Ok(probabilities(model, &data.ood, &data.normaliser, device).map(Some)?)
     }
 }
 
@@ -112,7 +112,7 @@ pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
         let dir = out_dir(a, &config);
         Ok((config, dir))
     };
-    let root = crate::output::data_root(a.data_dir.as_deref());
+    let root = sgmcmc_data::data_root(a.data_dir.as_deref());
     let launch = Launch {
         device: a.device,
         force: a.force.force,

@@ -32,11 +32,12 @@ use sgmcmc_engine::experiment::with_parts;
 
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
-use crate::overrides::{ConfigFile, flags_over};
 use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
 use run::Stop;
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::ConfigFile;
 
 /// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]
@@ -258,7 +259,7 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     let config = config_of(a, file.as_ref())?;
     let dir = out_dir(a, &config);
     let dir = fresh_run_dir(&dir, a.force.force, &with_parts(FILES))?;
-    let data = ImagesData::load(&crate::output::data_root(a.data_dir.as_deref()), &config)?;
+    let data = ImagesData::load(&sgmcmc_data::data_root(a.data_dir.as_deref()), &config)?;
     sgmcmc_engine::experiment::execute::<Images>(
         &config, &data, &dir, a.device, None, stop, a.quiet,
     )?;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
-use crate::overrides::merge_toml;
+use sgmcmc_engine::settings::merge_toml;
 
 /// The table rows, as compiled in.
 pub const TABLES_TOML: &str = include_str!("tables.toml");

@@ -23,11 +23,11 @@ use sgmcmc_engine::observers::TraceSummary;
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 use crate::images::data::ImagesData;
-use crate::images::eval::{Metrics, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy};
+use crate::images::eval::{OodMetrics, metrics, ood_metrics, reliability, sorted_entropy};
 use crate::images::presets::{PaperColumns, paper_row};
 use crate::images::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
-use crate::plot;
+use sgmcmc_models::metrics::ClassifierMetrics;
 
 /// `summary.json` of a run.
 #[derive(Clone, Debug, Serialize)]
@@ -51,11 +51,11 @@ pub struct ImagesSummary {
     /// test set (collected networks, and every chain at the last evaluation).
     pub bpe_accuracy: f64,
     /// The model average on the test set.
-    pub bma: Metrics,
+    pub bma: ClassifierMetrics,
     /// The model average on the out-of-distribution set.
     pub bma_ood: OodMetrics,
     /// The last collected network alone.
-    pub last_sample: Metrics,
+    pub last_sample: ClassifierMetrics,
     /// The last collected network alone on the out-of-distribution set.
     pub last_sample_ood: OodMetrics,
     /// Models averaged, and their effective number (Kish).
@@ -107,7 +107,7 @@ pub fn write(
         .evals
         .iter()
         .map(|e| {
-            let b = e.bma.unwrap_or(Metrics {
+            let b = e.bma.unwrap_or(ClassifierMetrics {
                 accuracy: nan,
                 nll: nan,
                 nll_sum: nan,
@@ -167,7 +167,7 @@ pub fn write(
         .iter()
         .map(|(n, v)| (n.as_str(), v.clone()))
         .collect();
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("accuracy.png"),
         &format!(
             "{} {} on {}: test accuracy",
@@ -211,7 +211,7 @@ pub fn write(
         &cal_rows,
     )?;
     let pts = |rel: &[(f64, f64, usize)]| rel.iter().map(|&(c, a, _)| (c, a)).collect();
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("calibration.png"),
         "reliability: accuracy vs confidence (set 0 model average, 1 last sample)",
         "confidence",
@@ -258,7 +258,7 @@ pub fn write(
             (*name, pts)
         })
         .collect();
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("ood_entropy_cdf.png"),
         &format!(
             "predictive entropy CDF ({} vs {})",

@@ -36,11 +36,13 @@ use crate::images::config::ImagesConfig;
 use crate::images::data::{ImagesData, TrainBatcher, augmented_batches};
 use crate::images::distributed::{ChainProbs, placed};
 use crate::images::eval::{
-    Averages, Metrics, OodMetrics, metrics, ood_metrics, probabilities, reliability, sorted_entropy,
+    Averages, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy,
 };
 use crate::images::swag::{draws, trainable_values};
-use crate::predict::SavedModel;
-use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
+use sgmcmc_engine::predict::SavedModel;
+use sgmcmc_engine::predict::classifier::probabilities;
+use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
+use sgmcmc_models::metrics::ClassifierMetrics;
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -54,12 +56,12 @@ pub struct EvalRow {
     pub step: u64,
     /// Test metrics of each chain's current network on the curve's images
     /// ([`ImagesConfig::curve_limit`]).
-    pub chains: Vec<Metrics>,
+    pub chains: Vec<ClassifierMetrics>,
     /// Test metrics of each chain's network on the whole test set, where it was scored on it
     /// (collected networks, and every chain at the last evaluation).
-    pub full: Vec<Option<Metrics>>,
+    pub full: Vec<Option<ClassifierMetrics>>,
     /// Test metrics of the model average so far (`None` before the first collected model).
-    pub bma: Option<Metrics>,
+    pub bma: Option<ClassifierMetrics>,
     /// Out-of-distribution metrics of the model average so far.
     pub bma_ood: Option<OodMetrics>,
     /// Models averaged so far.
@@ -111,7 +113,7 @@ fn widen([lo, hi]: [f64; 2], [a, b]: [f64; 2]) -> [f64; 2] {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LastSample {
     /// Test metrics.
-    pub test: Metrics,
+    pub test: ClassifierMetrics,
     /// Out-of-distribution metrics.
     pub ood: OodMetrics,
     /// Its reliability diagram on the test set.

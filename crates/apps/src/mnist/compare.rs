@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use crate::error::AppError;
 use crate::output::{write_atomic, write_csv, write_json};
-use crate::plot;
 
 /// What a comparison writes into its folder.
 pub const FILES: &[&str] = &[
@@ -138,28 +137,28 @@ pub fn compare(dirs: &[PathBuf], out: &Path) -> Result<(), AppError> {
         rows.push(values);
         json.push(summary);
     }
-    plot::lines(
+    sgmcmc_plot::lines(
         &out.join("compare_loss.png"),
         "(a) training loss (chain 0)",
         "step",
         "U~ / N",
         &refs_of(&loss),
     )?;
-    plot::scatter(
+    sgmcmc_plot::scatter(
         &out.join("compare_multiplier.png"),
         "(b) gradient multiplier vs loss",
         "U~ / N",
         "multiplier",
         &refs_of(&mult),
     )?;
-    plot::lines(
+    sgmcmc_plot::lines(
         &out.join("compare_accuracy.png"),
         "(c) test accuracy of the model average",
         "epoch",
         "accuracy",
         &refs_of(&acc),
     )?;
-    plot::lines(
+    sgmcmc_plot::lines(
         &out.join("compare_entropy.png"),
         "(d) CDF of predictive entropy on held-out digits",
         "entropy (nats)",

@@ -188,7 +188,7 @@ impl MnistConfig {
     /// Checks what the samplers do not check themselves.
     pub fn validate(&self) -> Result<(), AppError> {
         let bad = |what: &str| Err(AppError::Usage(what.to_string()));
-        crate::output::check_seed(self.seed)?;
+        sgmcmc_engine::limits::check_seed(self.seed)?;
         if self.chains == 0 {
             return bad("chains must be >= 1 (got 0)");
         }
@@ -201,11 +201,11 @@ impl MnistConfig {
         if self.batch == 0 || self.epochs == 0 || self.eval_every == 0 {
             return bad("batch, epochs and eval_every must be >= 1");
         }
-        crate::limits::check_chains(&self.settings().name, self.chains)?;
+        sgmcmc_engine::limits::check_chains(&self.settings().name, self.chains)?;
         // Steps are epochs times at most 60,000 batches: bounding the epochs keeps every
         // product of epochs and steps per epoch inside u64.
-        crate::limits::check_steps("epochs", Some(self.epochs as u64))?;
-        crate::limits::check_steps("checkpoint_every", Some(self.checkpoint_every as u64))?;
+        sgmcmc_engine::limits::check_steps("epochs", Some(self.epochs as u64))?;
+        sgmcmc_engine::limits::check_steps("checkpoint_every", Some(self.checkpoint_every as u64))?;
         if self.classes.len() < 2 || self.classes.iter().any(|&c| c > 9) {
             return bad("classes must be at least two digits 0-9");
         }

@@ -72,7 +72,7 @@ impl MnistData {
                 train.rows, train.cols
             )));
         }
-        crate::limits::check_batch_fits(train.len(), config.batch)?;
+        sgmcmc_engine::limits::check_batch_fits(train.len(), config.batch)?;
         let mut digest = DataDigest::default();
         for set in [&train, &test, &heldout].into_iter().chain(&fashion) {
             digest.images(set);

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use super::run::Stop;
 use super::{FILES, Mnist, MnistArgs, config_of, data_dir, preset_of, samplers_of};
 use crate::error::AppError;
-use crate::overrides::ConfigFile;
+use sgmcmc_engine::settings::ConfigFile;
 
 /// Runs the one sampler `a` names over the ranks of this MPI job.
 pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {

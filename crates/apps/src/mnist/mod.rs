@@ -38,10 +38,11 @@ use sgmcmc_samplers::control::WeightRule;
 
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
-use crate::overrides::{ConfigFile, flags_over};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::Stop;
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::ConfigFile;
 
 /// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
 pub const STORY: &[&str] = &[
@@ -182,7 +183,7 @@ pub const FILES: &[&str] = &[
 ];
 
 fn data_dir(a: &MnistArgs) -> PathBuf {
-    crate::output::data_root(a.data_dir.as_deref())
+    sgmcmc_data::data_root(a.data_dir.as_deref())
 }
 
 /// The preset `a` starts from: `--preset`, else the config file's, else `cpu`.

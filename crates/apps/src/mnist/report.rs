@@ -24,7 +24,6 @@ use crate::mnist::data::MnistData;
 use crate::mnist::eval::{fraction_above, scores, sorted_entropy};
 use crate::mnist::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
-use crate::plot;
 
 /// Entropy level (nats) above which a held-out prediction counts as uncertain.
 pub const ENTROPY_LEVEL: f64 = 0.5;
@@ -130,7 +129,7 @@ pub fn write(
         .iter()
         .map(|(s, v)| (s.as_str(), v.clone()))
         .collect();
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("loss.png"),
         &format!("{}: training loss (U~ / N)", config.sampler),
         "step",
@@ -138,7 +137,7 @@ pub fn write(
         &named,
     )?;
     let scatter: Vec<(f64, f64)> = steps.iter().map(|r| (r.energy / n, r.multiplier)).collect();
-    plot::scatter(
+    sgmcmc_plot::scatter(
         &dir.join("multiplier.png"),
         &format!("{}: gradient multiplier vs loss", config.sampler),
         "loss (U~ / N)",
@@ -181,7 +180,7 @@ pub fn write(
             .map(|r| (r[0], r[j]))
             .collect()
     };
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("accuracy.png"),
         &format!("{}: test accuracy", config.sampler),
         "epoch",
@@ -210,7 +209,7 @@ pub fn write(
         &["set", "entropy", "cdf"],
         &entropy_rows,
     )?;
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("entropy_cdf.png"),
         &format!(
             "{}: predictive entropy, out of distribution",

@@ -42,8 +42,8 @@ use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
-use crate::predict::SavedModel;
-use crate::predict::classifier::{ClassifierInput, ClassifierNetwork};
+use sgmcmc_engine::predict::SavedModel;
+use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -13,10 +13,10 @@
 use std::path::Path;
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
-use plotters::prelude::*;
 use sgmcmc_engine::observers::BeforeStep;
 use sgmcmc_engine::{IndexBatches, Progress, Run, RunError};
 use sgmcmc_models::{Cnn, Likelihood, Network, Targets};
+use sgmcmc_plot::Surface;
 use sgmcmc_samplers::checkpoint::{EnsembleState, TensorState};
 use sgmcmc_samplers::ensemble::{module_values, with_module_values};
 use sgmcmc_samplers::sampler::Sampler;
@@ -110,13 +110,6 @@ fn top_two(g: &[f64], k: usize) -> [(f64, Vec<f64>); 2] {
     [a, b]
 }
 
-/// One sampler's picture: paths per run and the loss surface.
-struct Panel {
-    name: String,
-    paths: Vec<Vec<(f64, f64)>>,
-    grid: Vec<(f64, f64, f64)>,
-}
-
 fn mean_nll(model: &Cnn, x: &Tensor<4>, y: &Tensor<1, Int>) -> Result<f64, AppError> {
     let n = x.dims()[0] as f64;
     let nll = Likelihood::Categorical
@@ -130,7 +123,7 @@ fn panel(
     data: &MnistData,
     base: &MnistConfig,
     device: &Device,
-) -> Result<Panel, AppError> {
+) -> Result<Surface, AppError> {
     let mut snaps: Vec<Vec<f64>> = Vec::new();
     let mut runs = Vec::new();
     let mut template = Vec::new();
@@ -255,66 +248,11 @@ fn panel(
             grid.push((a, b, mean_nll(&m, &x, &y)?));
         }
     }
-    Ok(Panel {
+    Ok(Surface {
         name: sampler.to_string(),
         paths,
         grid,
     })
-}
-
-fn draw(path: &Path, panels: &[Panel], grid: usize) -> Result<(), AppError> {
-    let err = |e: Box<dyn std::error::Error>| AppError::Run(format!("plot failed: {e}"));
-    let tmp = crate::output::temp_path(path);
-    // Captions need a registered font; without one the panels go untitled.
-    let text = crate::plot::has_font();
-    (|| -> Result<(), Box<dyn std::error::Error>> {
-        let root = BitMapBackend::new(&tmp, (420 * panels.len() as u32, 440)).into_drawing_area();
-        root.fill(&WHITE)?;
-        for (area, p) in root.split_evenly((1, panels.len())).iter().zip(panels) {
-            let (a0, a1) = p
-                .grid
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(l, h), g| (l.min(g.0), h.max(g.0)));
-            let (b0, b1) = p
-                .grid
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(l, h), g| (l.min(g.1), h.max(g.1)));
-            let logs: Vec<f64> = p.grid.iter().map(|g| g.2.max(1e-12).ln()).collect();
-            let (l0, l1) = logs
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(l, h), v| (l.min(*v), h.max(*v)));
-            let mut builder = ChartBuilder::on(area);
-            builder.margin(8);
-            if text {
-                builder.caption(&p.name, ("sans-serif", 18));
-            }
-            let mut chart = builder.build_cartesian_2d(a0..a1, b0..b1)?;
-            let (da, db) = ((a1 - a0) / (grid - 1) as f64, (b1 - b0) / (grid - 1) as f64);
-            chart.draw_series(p.grid.iter().zip(&logs).map(|(g, l)| {
-                let t = if l1 > l0 { (l - l0) / (l1 - l0) } else { 0.0 };
-                let c = ViridisRGB::get_color(t);
-                Rectangle::new(
-                    [
-                        (g.0 - da / 2.0, g.1 - db / 2.0),
-                        (g.0 + da / 2.0, g.1 + db / 2.0),
-                    ],
-                    c.filled(),
-                )
-            }))?;
-            for (r, path) in p.paths.iter().enumerate() {
-                let color = if r == 0 { RED } else { WHITE };
-                chart.draw_series(LineSeries::new(path.iter().copied(), color.stroke_width(2)))?;
-                if let (Some(s), Some(e)) = (path.first(), path.last()) {
-                    chart.draw_series([Circle::new(*s, 5, color.filled())])?;
-                    chart.draw_series([Cross::new(*e, 6, color.stroke_width(3))])?;
-                }
-            }
-        }
-        root.present()?;
-        Ok(())
-    })()
-    .map_err(err)?;
-    crate::output::commit(&tmp, path)
 }
 
 /// What [`trajectory`] writes into its folder.
@@ -364,7 +302,7 @@ pub fn trajectory(
         &["sampler", "a", "b", "loss"],
         &grid_rows,
     )?;
-    draw(&dir.join("trajectory.png"), &panels, s.grid)?;
+    sgmcmc_plot::surfaces(&dir.join("trajectory.png"), &panels, s.grid)?;
     println!(
         "samplers (index order): {}; figure {}",
         TRAJECTORY_SAMPLERS.join(", "),

@@ -5,9 +5,9 @@ use sgmcmc_engine::DeviceChoice;
 use sgmcmc_samplers::registry::SamplerSettings;
 use sgmcmc_testfunctions::{Noise, TargetChoice};
 
-#[cfg(feature = "fault-injection")]
-use super::fault::Fault;
 use crate::error::AppError;
+#[cfg(feature = "fault-injection")]
+use sgmcmc_samplers::ensemble::Fault;
 
 /// Starting points of the chains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,8 +107,8 @@ impl ToyConfig {
         if self.iters == 0 {
             return Err(AppError::Usage("iters must be >= 1 (got 0)".into()));
         }
-        crate::limits::check_steps("iters", Some(self.iters))?;
-        crate::limits::check_chains(&self.sampler.name, self.chains)?;
+        sgmcmc_engine::limits::check_steps("iters", Some(self.iters))?;
+        sgmcmc_engine::limits::check_chains(&self.sampler.name, self.chains)?;
         if self.thin == 0 {
             return Err(AppError::Usage("thin must be >= 1 (got 0)".into()));
         }
@@ -134,7 +134,7 @@ impl ToyConfig {
                 self.chains
             )));
         }
-        crate::output::check_seed(self.seed)
+        Ok(sgmcmc_engine::limits::check_seed(self.seed)?)
     }
 
     /// The temperature estimates refer to: the reweighting target of AWSGLD, else the sampling
@@ -144,5 +144,25 @@ impl ToyConfig {
             .contour
             .target_temperature
             .unwrap_or(self.sampler.temperature)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sgmcmc_engine::settings::merge_toml;
+
+    use super::*;
+    use crate::toy::TargetChoice;
+
+    /// A target name given later replaces a `[target]` table, and a table replaces a name.
+    #[test]
+    fn a_target_name_and_a_target_table_replace_each_other() {
+        let table = "[target]\nkind = \"mixture\"\nweights = [1]\nmeans = [[0]]\nsd = [1]\n";
+        let custom = merge_toml(&ToyConfig::default(), table, "config").unwrap();
+        assert!(matches!(custom.target, TargetChoice::Custom(_)));
+        let renamed = merge_toml(&custom, "target = \"nine-mode\"", "config").unwrap();
+        assert_eq!(renamed.target, TargetChoice::from("nine-mode"));
+        let back = merge_toml(&renamed, table, "config").unwrap();
+        assert_eq!(back.target, custom.target);
     }
 }

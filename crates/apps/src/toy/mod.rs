@@ -1,11 +1,8 @@
 //! `sgmcmc toy`: samplers on the papers' analytic targets.
 
 pub mod config;
-#[cfg(feature = "fault-injection")]
-pub mod fault;
 pub mod hit_table;
 pub mod presets;
-pub mod replica;
 pub mod report;
 pub mod resume;
 pub mod run;

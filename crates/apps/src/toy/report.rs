@@ -11,11 +11,11 @@ use sgmcmc_testfunctions::exact_masses::{self, ExactMethod};
 use sgmcmc_testfunctions::quadrature;
 
 use super::config::ToyConfig;
-use super::replica::ReplicaSummary;
 use super::run::ToyOutcome;
 use crate::error::AppError;
+use crate::output;
 use crate::output::RunHeader;
-use crate::{output, plot};
+use sgmcmc_samplers::sampler::ReplicaSummary;
 
 /// `summary.json` of a toy run (the CLI contract's fields first).
 #[derive(Clone, Debug, Serialize)]
@@ -298,7 +298,7 @@ pub fn write_outputs(
         cfg.sampler.name, cfg.target, cfg.chains, cfg.iters
     );
     if d <= 2 {
-        plot::samples_over_density(
+        sgmcmc_plot::samples_over_density(
             &dir.join("samples.png"),
             out.target.potential(),
             cfg.sampler.temperature,
@@ -306,7 +306,7 @@ pub fn write_outputs(
             &title,
         )?;
     }
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("energy.png"),
         &format!("energy trace: {title}"),
         "step",
@@ -320,7 +320,7 @@ pub fn write_outputs(
             .unwrap_or(x.len() - 1);
         let upto = (last + 2).min(x.len());
         let series = |v: &[f64]| (0..upto).map(|i| (i as f64, v[i])).collect::<Vec<_>>();
-        plot::lines(
+        sgmcmc_plot::lines(
             &dir.join("theta.png"),
             &format!("theta vs exact: {title}"),
             "energy bin",
@@ -365,7 +365,7 @@ fn write_replica_trace(
         .collect();
     let index: Vec<(&str, Vec<(f64, f64)>)> =
         index.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("index_process.png"),
         &format!("index process: {title}"),
         "step",
@@ -377,11 +377,12 @@ fn write_replica_trace(
         .collect();
     let lrs: Vec<(&str, Vec<(f64, f64)>)> =
         lrs.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    plot::lines(
+    sgmcmc_plot::lines(
         &dir.join("ladder.png"),
         &format!("learning-rate ladder: {title}"),
         "step",
         "learning rate",
         &lrs,
-    )
+    )?;
+    Ok(())
 }

@@ -13,16 +13,15 @@ use sgmcmc_samplers::diagnostics::Coupling;
 use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, HostPoints, ModuleEnsemble};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::sampler::{ContourConfig, Sampler, StepReport};
+use sgmcmc_samplers::sampler::{ContourConfig, ReplicaSummary, Sampler, StepReport};
 use sgmcmc_testfunctions::{self as toy, NoiseModel, ToyTarget};
 
 use super::config::{Init, ToyConfig};
-#[cfg(feature = "fault-injection")]
-use super::fault::Faulty;
-use super::replica::{ReplicaSummary, trace_row};
 use crate::distributed::{Ranks, Resume, diverged_chain};
 use crate::error::AppError;
 use crate::progress;
+#[cfg(feature = "fault-injection")]
+use sgmcmc_samplers::ensemble::Faulty;
 
 /// What a toy run produced.
 pub struct ToyOutcome {
@@ -365,9 +364,7 @@ where
         theta: sampler.theta().map(|t| t.theta().to_vec()),
         theta_trace,
         bouncy_moves: sampler.report().bouncy_moves,
-        replica: sampler
-            .as_replica()
-            .map(|r| ReplicaSummary::of(r, cfg.iters)),
+        replica: sampler.as_replica().map(|r| r.summary(cfg.iters)),
         contour,
         replica_trace,
         stopped: report.stopped,
@@ -544,7 +541,7 @@ where
             }
             if let Some(r) = sampler.as_replica() {
                 self.replica_trace
-                    .push(std::iter::once(k as f64).chain(trace_row(r)).collect());
+                    .push(std::iter::once(k as f64).chain(r.trace_row()).collect());
             }
         }
         if (k.is_multiple_of(self.snapshot_every) || last)

@@ -48,7 +48,7 @@ pub fn run_jobs(
 ) -> Result<Vec<UciResult>, AppError> {
     let device: Device = device.tensor_device("uci")?.autodiff();
     let pb = crate::progress::bar(jobs.len() as u64, "uci runs", ranks.is_leader());
-    let results = crate::threads::with_threads(1, || {
+    let results = sgmcmc_engine::jobs::with_threads(1, || {
         let mut results = Vec::new();
         for job in jobs {
             results.extend(ranks.check(run_job(job, data, &device, ranks))?);

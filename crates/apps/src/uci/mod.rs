@@ -9,17 +9,15 @@
 //! `--field` picks the contour samplers' `theta` update (the interacting field of the reference
 //! DNN code by default; `power` is the paper's eq. 9; see
 //! [`FieldChoice`]); each contour run reports what its `theta` and multiplier did
-//! ([`contour_stats`]). Datasets
+//! (`sgmcmc_samplers::diagnostics::ContourStats`). Datasets
 //! are read from `DIR/uci/NAME` in the benchmark layout (any such folder
 //! works; a path to a folder works too).
 
-pub mod contour_stats;
 mod distributed;
 pub mod protocol;
 mod swap_variance;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::UciDataset;
@@ -282,7 +280,7 @@ fn dataset_dir(data_dir: Option<&Path>, name: &str) -> PathBuf {
     if direct.join("data.txt").exists() {
         return direct.to_path_buf();
     }
-    crate::output::data_root(data_dir).join("uci").join(name)
+    sgmcmc_data::data_root(data_dir).join("uci").join(name)
 }
 
 /// One run of the command: a dataset, the run's settings (with its seed) and its files.
@@ -345,11 +343,11 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
         run.noise = noise;
     }
     run.chains = a.chains;
-    crate::overrides::check_flags_vs_sets(&[("lr", "lr", a.lr.is_some())], &a.set)?;
-    run.sampler = crate::overrides::apply_sets(&run.sampler, &a.set)?;
+    sgmcmc_engine::settings::check_flags_vs_sets(&[("lr", "lr", a.lr.is_some())], &a.set)?;
+    run.sampler = sgmcmc_engine::settings::apply_sets(&run.sampler, &a.set)?;
     if !a.table {
         // The table checks its `--set`s against all its samplers at once.
-        crate::overrides::check_sets_read(&[&run.sampler], &a.set)?;
+        sgmcmc_engine::settings::check_sets_read(&[&run.sampler], &a.set)?;
     }
     // Every setting is checked before any run starts, as a config file's would be (the seed
     // count by `check_counts`).
@@ -357,8 +355,8 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     Ok(run)
 }
 
-/// Runs every job on `jobs` threads, each computing on one thread of its own (see
-/// [`crate::threads`]); results in job order. A job with files writes its `result.json`.
+/// Runs every job on `jobs` threads, each computing on one thread of its own
+/// ([`sgmcmc_engine::jobs::side_by_side`]); results in job order. A job with files writes its `result.json`.
 fn run_jobs(
     device: DeviceChoice,
     threads: usize,
@@ -366,48 +364,22 @@ fn run_jobs(
     datasets: &[(String, UciDataset)],
 ) -> Result<Vec<UciResult>, AppError> {
     let device = device.tensor_device("uci")?.autodiff();
-    let next = Mutex::new(0usize);
-    let results: Mutex<Vec<Option<Result<UciResult, AppError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
     let pb = crate::progress::bar(jobs.len() as u64, "uci runs", true);
-    // One job per core at most: more only share the cores and change nothing else.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, cores) {
-            scope.spawn(|| {
-                // A job whose pool cannot start stays unfinished and is reported as such.
-                let _started = crate::threads::with_threads(1, || {
-                    loop {
-                        let i = {
-                            let mut n = next.lock().expect("job counter");
-                            let i = *n;
-                            *n += 1;
-                            i
-                        };
-                        let Some(job) = jobs.get(i) else {
-                            break;
-                        };
-                        let data = &datasets
-                            .iter()
-                            .find(|d| d.0 == job.dataset)
-                            .expect("loaded")
-                            .1;
-                        let r = run_job(job, data, &device, &Ranks::local()).and_then(|r| {
-                            r.ok_or_else(|| AppError::Run("a one-process run has no result".into()))
-                        });
-                        results.lock().expect("results")[i] = Some(r);
-                        pb.inc(1);
-                    }
-                });
-            });
-        }
+    let results = sgmcmc_engine::jobs::side_by_side(jobs, threads, |job| {
+        let data = &datasets
+            .iter()
+            .find(|d| d.0 == job.dataset)
+            .expect("loaded")
+            .1;
+        let r = run_job(job, data, &device, &Ranks::local())
+            .and_then(|r| r.ok_or_else(|| AppError::Run("a one-process run has no result".into())));
+        pb.inc(1);
+        r
     });
     pb.finish_and_clear();
     // A failed run (e.g. a diverged chain) is recorded with NaN metrics and its reason, so one
     // failure does not lose the grid; input errors still stop everything.
     results
-        .into_inner()
-        .expect("results")
         .into_iter()
         .map(|r| match r {
             Some(Ok(r)) => Ok(r),
@@ -608,21 +580,21 @@ fn check_run(run: &UciRun) -> Result<(), AppError> {
     if !(1..=64).contains(&run.chains) {
         return bad(format!("chains must lie in 1..=64, got {}", run.chains));
     }
-    crate::limits::check_chains(&run.sampler.name, run.chains)?;
+    sgmcmc_engine::limits::check_chains(&run.sampler.name, run.chains)?;
     if run.epochs == 0 || run.batch == 0 || run.models == 0 {
         return bad(format!(
             "epochs, batch and models must be >= 1 (got {}, {} and {})",
             run.epochs, run.batch, run.models
         ));
     }
-    crate::limits::check_steps("epochs", Some(run.epochs as u64))?;
+    sgmcmc_engine::limits::check_steps("epochs", Some(run.epochs as u64))?;
     if !run.weight_decay.is_finite() || run.weight_decay < 0.0 {
         return bad(format!(
             "weight_decay must be finite and >= 0, got {}",
             run.weight_decay
         ));
     }
-    crate::output::check_seed(run.seed)?;
+    sgmcmc_engine::limits::check_seed(run.seed)?;
     run.sampler
         .spec(&sgmcmc_samplers::registry::BuildContext::steps(1).chains(run.chains))?;
     Ok(())
@@ -745,7 +717,7 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         .map(|(d, s)| Ok((d.clone(), run_of(a, d, s)?)))
         .collect::<Result<Vec<_>, AppError>>()?;
     let settings: Vec<&SamplerSettings> = runs.iter().map(|(_, r)| &r.sampler).collect();
-    crate::overrides::check_sets_read(&settings, &a.set)?;
+    sgmcmc_engine::settings::check_sets_read(&settings, &a.set)?;
     let out = a
         .out
         .clone()
@@ -838,7 +810,7 @@ fn report(
         }
         for c in cells {
             let stats: Vec<_> = c.runs.iter().filter_map(|r| r.contour.as_ref()).collect();
-            if let Some(line) = contour_stats::describe(&stats) {
+            if let Some(line) = sgmcmc_samplers::diagnostics::contour::describe(&stats) {
                 let _ = writeln!(table, "{} / {}: {line}", c.dataset, c.sampler);
             }
         }

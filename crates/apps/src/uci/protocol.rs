@@ -42,12 +42,10 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_data::SplitData;
 use sgmcmc_engine::experiment::Console;
 use sgmcmc_engine::observers::{
-    BLOW_UP, DivergenceGuard, Evaluate, SampleSaver, Scored, Scoring, Trace, TracePart,
-    TraceSummary,
+    BLOW_UP, ContourWatch, DivergenceGuard, Evaluate, SampleSaver, Scored, Scoring, Trace,
+    TracePart, TraceSummary,
 };
-use sgmcmc_engine::{
-    BatchSource, Checkpoints, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
-};
+use sgmcmc_engine::{BatchSource, Checkpoints, Run, Shuffle, TensorBatches, init};
 use sgmcmc_models::metrics::{gaussian_nll, rmse};
 use sgmcmc_models::mixture_nll::MixtureNll;
 use sgmcmc_models::mlp::MlpPosterior;
@@ -58,11 +56,10 @@ use sgmcmc_models::{
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::control::{RandomField, ThetaInit};
 use sgmcmc_samplers::density::Target;
+use sgmcmc_samplers::diagnostics::ContourStats;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::{BuildContext, KernelKind, SamplerSettings};
-use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
-use super::contour_stats::ContourStats;
 use super::swap_variance;
 use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
@@ -325,31 +322,6 @@ impl Sums {
     }
 }
 
-/// The contour statistics of every step (bins after the burn-in, the multiplier's range),
-/// checkpointed with the run.
-struct StepStats {
-    stats: Option<ContourStats>,
-    burn_in: u64,
-}
-
-impl<S: Sampler> Observer<S> for StepStats {
-    fn on_step(&mut self, at: &Progress, _: &S, report: &StepReport) -> Result<(), RunError> {
-        if let Some(s) = self.stats.as_mut() {
-            s.step(report, at.step >= self.burn_in);
-        }
-        Ok(())
-    }
-
-    fn save(&self) -> Result<Vec<u8>, RunError> {
-        sgmcmc_engine::observer::encode(&self.stats)
-    }
-
-    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.stats = sgmcmc_engine::observer::decode(state)?;
-        Ok(())
-    }
-}
-
 fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, String> {
     t.into_data()
         .try_into_vec::<f32>()
@@ -446,11 +418,7 @@ fn same_settings(path: &std::path::Path, saved: &[u8], run: &UciRun) -> Result<(
 /// with settings `old` (`None`: unreadable) other than the `now` of `config.toml`, naming
 /// every changed setting by its dotted path.
 pub fn changed_settings(path: &std::path::Path, old: Option<&UciRun>, now: &UciRun) -> AppError {
-    let json = |v: &UciRun| serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
-    let mut changed = Vec::new();
-    if let Some(old) = old {
-        differences("", &json(now), &json(old), &mut changed);
-    }
+    let mut changed = old.map_or_else(Vec::new, |old| sgmcmc_engine::settings::changes(now, old));
     if changed.is_empty() {
         changed.push("the run settings".into());
     }
@@ -460,32 +428,6 @@ pub fn changed_settings(path: &std::path::Path, old: Option<&UciRun>, now: &UciR
         path.display(),
         changed.join(", ")
     ))
-}
-
-/// The dotted paths where `now` differs from `was`, as `path = now (was was)` (keys of
-/// either side).
-fn differences(at: &str, now: &serde_json::Value, was: &serde_json::Value, out: &mut Vec<String>) {
-    use serde_json::Value::{Null, Object};
-    if let (Object(n), Object(w)) = (now, was) {
-        let mut keys: Vec<&String> = n.keys().chain(w.keys()).collect();
-        keys.sort();
-        keys.dedup();
-        for k in keys {
-            let path = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
-            differences(
-                &path,
-                n.get(k).unwrap_or(&Null),
-                w.get(k).unwrap_or(&Null),
-                out,
-            );
-        }
-    } else if now != was {
-        out.push(format!("{at} = {now} (was {was})"));
-    }
 }
 
 /// The paper's network: one hidden layer of 50 ReLU units.
@@ -546,7 +488,7 @@ where
     );
     let per_epoch = (n / run.batch) as u64;
     let total = (run.epochs as u64).checked_mul(per_epoch);
-    crate::limits::check_steps("epochs", total)?;
+    sgmcmc_engine::limits::check_steps("epochs", total)?;
     let total = total.unwrap_or(u64::MAX);
     let burn = total / 2;
     let every = ((total - burn) / run.models.max(1) as u64).max(1);
@@ -561,10 +503,7 @@ where
             swap_variance::fresh_batches(x_train.clone(), y_train.clone(), run.batch, run.seed);
         spec.build_with_data(ens, run.seed, fresh, None)?
     };
-    let mut stats = StepStats {
-        stats: sampler.multiplier_reach(total).map(ContourStats::new),
-        burn_in: burn,
-    };
+    let mut stats = ContourWatch::new(sampler.multiplier_reach(total).map(ContourStats::new), burn);
     let sums = Sums {
         test: vec![0.0; data.n_test()],
         test_sq: vec![0.0; data.n_test()],
@@ -607,7 +546,7 @@ where
                 "--save-samples supports the fixed-noise MLP only".into(),
             ));
         }
-        crate::predict::SavedModel::UciMlp {
+        sgmcmc_engine::predict::SavedModel::UciMlp {
             mlp: uci_mlp(d),
             standardizer: data.standardizer.clone(),
             standardize_target: run.standardize_target,
@@ -689,7 +628,7 @@ where
         wall_seconds: report.wall_seconds,
         error: None,
         noise_sd: learned.then(|| s.sd / wsum),
-        contour: stats.stats.map(|mut st| {
+        contour: stats.into_stats().map(|mut st| {
             st.weights(s.weight, s.weight_sq);
             st.finish(sampler.theta().map(|t| t.theta()), &theta_start)
         }),

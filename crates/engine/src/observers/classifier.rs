@@ -11,9 +11,7 @@ use sgmcmc_samplers::collect::LogWeightedMean;
 use super::keep::{Keep, KeptModel, observe_by_keeping};
 use crate::error::RunError;
 
-/// Confidence bins of the expected calibration error and the reliability diagram (the 15 of
-/// Guo et al. 2017, as the papers' tables use).
-pub const CALIBRATION_BINS: usize = 15;
+pub use sgmcmc_models::metrics::CALIBRATION_BINS;
 
 /// The weighted model average of a classifier's class probabilities on one input set:
 /// `p(y | x) = sum_s w_s p(y | x, theta_s) / sum_s w_s` over the kept models (weights as

@@ -3,6 +3,7 @@
 //! | observer | what it does | checkpointed state |
 //! |---|---|---|
 //! | [`ProgressReport`] | calls a closure with (steps done, total) about 1000 times a run | - |
+//! | [`ContourWatch`] | a contour sampler's bins after burn-in and multiplier range ([`ContourStats`](sgmcmc_samplers::diagnostics::ContourStats)) | the statistics |
 //! | [`DivergenceGuard`] | stops the run when an energy or multiplier leaves its range | - |
 //! | [`MetricsCsv`] | writes per-step energies, step sizes, weights and rungs to a CSV file | file length |
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
@@ -21,6 +22,7 @@
 mod average;
 mod classifier;
 mod closure;
+mod contour;
 mod evaluate;
 mod guard;
 pub(crate) mod keep;
@@ -33,6 +35,7 @@ mod trace_zarr;
 pub use average::ModelAverage;
 pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodDetection};
 pub use closure::{AfterStep, BeforeStep, OnSample, OnStep};
+pub use contour::ContourWatch;
 pub use evaluate::{Evaluate, Scored, Scoring};
 pub use guard::{BLOW_UP, DivergenceGuard};
 pub use keep::{Keep, Keeper, KeptModel, lock};

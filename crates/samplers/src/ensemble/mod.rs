@@ -9,11 +9,15 @@
 //!   targets, where burn's per-operation overhead would dominate a 1-D step. Same kernel
 //!   formulas, same random streams.
 
+#[cfg(feature = "fault-injection")]
+mod faulty;
 mod host;
 mod kernel_row;
 mod module;
 mod snapshot;
 
+#[cfg(feature = "fault-injection")]
+pub use faulty::{Fault, FaultKind, Faulty};
 pub use host::{HostEnsemble, HostPoints, HostTarget};
 pub use kernel_row::{KernelRow, ParamRow, RowSwap, shifted};
 pub(crate) use module::draw_noise;

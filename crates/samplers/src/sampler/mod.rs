@@ -4,12 +4,14 @@
 mod contour;
 mod driver;
 mod replica;
+mod replica_summary;
 mod report;
 mod sgmcmc;
 mod variance_reduced;
 
 pub use contour::{Contour, ContourConfig};
 pub use replica::{ReplicaConfig, ReplicaExchange, SwapRule, VarianceRefresh};
+pub use replica_summary::ReplicaSummary;
 pub use report::StepReport;
 pub use sgmcmc::{Sgmcmc, SgmcmcConfig};
 pub use variance_reduced::{

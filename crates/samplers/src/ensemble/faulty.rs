@@ -1,11 +1,12 @@
-//! A fault on purpose, for the fault tests of distributed runs: one rank's chains diverge or
-//! its process is killed at a given step (the `[fault]` table of a toy config).
+//! A fault on purpose (feature `fault-injection`), for the tests of distributed runs and
+//! their recovery: one rank's chains diverge, or its process is killed, at a given step.
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::SamplerError;
-use sgmcmc_samplers::checkpoint::EnsembleState;
-use sgmcmc_samplers::ensemble::{Draws, Ensemble, KernelRow, RowSwap};
-use sgmcmc_samplers::kernel::{Coefficients, Kernel};
+
+use super::{Draws, Ensemble, KernelRow, RowSwap};
+use crate::SamplerError;
+use crate::checkpoint::EnsembleState;
+use crate::kernel::{Coefficients, Kernel};
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

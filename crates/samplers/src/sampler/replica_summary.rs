@@ -1,25 +1,36 @@
-//! Replica exchange in `sgmcmc toy`: the swap statistics of a run and its trace rows.
+//! What a replica-exchange run did: its swap statistics ([`ReplicaSummary`]) and a row of its
+//! state for a trace ([`ReplicaExchange::trace_row`]).
 
 use serde::Serialize;
-use sgmcmc_samplers::ensemble::Ensemble;
-use sgmcmc_samplers::sampler::ReplicaExchange;
 
-/// A log row: rung of each replica, learning rate of each rung, buffer `C`, cumulative accepted
-/// swaps of each pair, cumulative passed swap tests of each pair, round trips.
-pub fn trace_row<E: Ensemble>(r: &ReplicaExchange<E>) -> Vec<f64> {
-    r.index()
-        .rungs()
-        .iter()
-        .map(|v| *v as f64)
-        .chain(r.config().ladder.lrs.iter().copied())
-        .chain(std::iter::once(r.buffer()))
-        .chain(r.stats().accepts.iter().map(|a| *a as f64))
-        .chain(r.stats().passes.iter().map(|a| *a as f64))
-        .chain(std::iter::once(r.index().total_round_trips() as f64))
-        .collect()
+use super::ReplicaExchange;
+use crate::ensemble::Ensemble;
+
+impl<E: Ensemble> ReplicaExchange<E> {
+    /// A trace row of the current state: rung of each replica, learning rate of each rung,
+    /// buffer `C`, cumulative accepted swaps of each pair, cumulative passed swap tests of each
+    /// pair, round trips.
+    pub fn trace_row(&self) -> Vec<f64> {
+        let stats = self.stats();
+        self.index()
+            .rungs()
+            .iter()
+            .map(|v| *v as f64)
+            .chain(self.config().ladder.lrs.iter().copied())
+            .chain(std::iter::once(self.buffer()))
+            .chain(stats.accepts.iter().map(|a| *a as f64))
+            .chain(stats.passes.iter().map(|a| *a as f64))
+            .chain(std::iter::once(self.index().total_round_trips() as f64))
+            .collect()
+    }
+
+    /// The swap statistics after `steps` steps.
+    pub fn summary(&self, steps: u64) -> ReplicaSummary {
+        ReplicaSummary::of(self, steps)
+    }
 }
 
-/// Final swap statistics of a replica-exchange run (`summary.json`).
+/// The swap statistics of a replica-exchange run.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReplicaSummary {
     /// Swap attempts per pair.
@@ -49,7 +60,7 @@ pub struct ReplicaSummary {
 
 impl ReplicaSummary {
     /// The statistics of `r` after `steps` steps.
-    pub fn of<E: Ensemble>(r: &ReplicaExchange<E>, steps: u64) -> Self {
+    fn of<E: Ensemble>(r: &ReplicaExchange<E>, steps: u64) -> Self {
         let trips = r.index().total_round_trips();
         Self {
             attempts: r.stats().attempts.clone(),

@@ -1,14 +1,17 @@
-//! What a contour sampler did during one UCI run: which energy bins the chain visited after
-//! burn-in, the range of its gradient multiplier `psi`, and how evenly the importance weights
-//! spread over the averaged models. These say whether the contour machinery acted at all: with
-//! the paper's partition (bins of `du = 100` from 0) a run whose stochastic energy stays below
-//! 100 sits in bin 0, where `psi = 1` and every weight is `theta[0]^zeta`, and is then SGLD
-//! step for step.
+//! What a contour sampler (CSGLD, ICSGLD, AWSGLD) did during a run: which energy bins its
+//! first chain visited after burn-in, the range of its gradient multiplier `psi` (eq. 8 of the
+//! CSGLD paper), and how evenly the importance weights `theta[J]^zeta` spread over the
+//! averaged models. These say whether the contour machinery acted at all: with a partition
+//! whose first bin holds every energy the run sees (the CSGLD paper's UCI protocol, bins of
+//! `du = 100` from 0, on a network whose stochastic energy stays below 100), the chain sits in
+//! bin 0, where `psi = 1` and every weight is `theta[0]^zeta`, and the sampler is then its base
+//! kernel step for step.
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_samplers::sampler::StepReport;
 
-/// Contour diagnostics of one run (`None` in a run of a plain sampler).
+use crate::sampler::StepReport;
+
+/// Contour diagnostics of one run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ContourStats {
     /// Lowest energy bin `J` visited after burn-in (0-based).
@@ -97,7 +100,7 @@ impl ContourStats {
     }
 }
 
-/// One line over the runs of a cell: the bins visited after burn-in, the multiplier range,
+/// One line over several runs of one setting: the bins visited after burn-in, the multiplier range,
 /// and the means of the bouncy moves, the effective number of models and `max theta`.
 pub fn describe(runs: &[&ContourStats]) -> Option<String> {
     if runs.is_empty() {
@@ -139,7 +142,7 @@ pub fn describe(runs: &[&ContourStats]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use sgmcmc_samplers::kernel::StepSize;
+    use crate::kernel::StepSize;
 
     use super::*;
 

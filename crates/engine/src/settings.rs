@@ -1,8 +1,9 @@
-//! Settings from TOML files and `--set KEY=VALUE` flags, layered on a base value: every command
-//! resolves defaults < preset < config file ([`ConfigFile`], `--config`) < flags
-//! (`flags_over!`, [`apply_sets`]) for any serde configuration (nested tables merge key by
-//! key). A run writes its resolved configuration to `config.toml`; fed back with `--config` it
-//! repeats the run.
+//! Settings layered on a base value: defaults < preset < configuration file ([`ConfigFile`])
+//! < `KEY=VALUE` overrides ([`apply_sets`]) < single options ([`flags_over!`](crate::flags_over)),
+//! for any serde configuration. Nested tables merge key by key; a key the configuration does
+//! not have is an error of its type. A run writes its resolved settings to `config.toml`; laid
+//! over the same defaults again it repeats the run. [`changes`] names what differs between two
+//! settings, by dotted path.
 
 use std::path::Path;
 
@@ -10,9 +11,39 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sgmcmc_samplers::registry::SamplerSettings;
 
-use crate::error::AppError;
+/// Why settings could not be layered.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A configuration file cannot be read.
+    #[error("cannot read {what}: {source}")]
+    Read {
+        /// The file, as `config PATH`.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A configuration document is not TOML, or does not fit the settings' type.
+    #[error("malformed {what}: {reason}")]
+    Malformed {
+        /// The document.
+        what: String,
+        /// The parser's message, on one line.
+        reason: String,
+    },
+    /// An override is malformed, has no effect, or contradicts an option.
+    #[error("{0}")]
+    Set(String),
+    /// The base value has no TOML form (a bug of its type).
+    #[error("cannot encode settings: {0}")]
+    Encode(String),
+}
 
-/// A `--config` file, read and parsed once.
+/// A parser's message on one line.
+fn one_line(e: impl std::fmt::Display) -> String {
+    e.to_string().replace('\n', " ")
+}
+
+/// A configuration file, read and parsed once.
 pub struct ConfigFile {
     what: String,
     text: String,
@@ -21,16 +52,19 @@ pub struct ConfigFile {
 
 impl ConfigFile {
     /// Reads and parses `path` (a TOML document).
-    pub fn read(path: &Path) -> Result<Self, AppError> {
+    pub fn read(path: &Path) -> Result<Self, SettingsError> {
         let what = format!("config {}", path.display());
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| AppError::Input(format!("cannot read {what}: {e}")))?;
-        let table = text.parse().map_err(|e: toml::de::Error| {
-            AppError::Input(format!(
-                "malformed {what}: {}",
-                e.to_string().replace('\n', " ")
-            ))
-        })?;
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(source) => return Err(SettingsError::Read { what, source }),
+        };
+        let table = match text.parse() {
+            Ok(t) => t,
+            Err(e) => {
+                let reason = one_line(e);
+                return Err(SettingsError::Malformed { what, reason });
+            }
+        };
         Ok(Self { what, text, table })
     }
 
@@ -40,7 +74,7 @@ impl ConfigFile {
     }
 
     /// `base` with the file's settings laid over it.
-    pub fn over<T: Serialize + DeserializeOwned>(&self, base: &T) -> Result<T, AppError> {
+    pub fn over<T: Serialize + DeserializeOwned>(&self, base: &T) -> Result<T, SettingsError> {
         merge_toml(base, &self.text, &self.what)
     }
 }
@@ -49,21 +83,21 @@ impl ConfigFile {
 pub fn with_config<T: Serialize + DeserializeOwned>(
     base: T,
     path: Option<&Path>,
-) -> Result<T, AppError> {
+) -> Result<T, SettingsError> {
     match path {
         Some(p) => ConfigFile::read(p)?.over(&base),
         None => Ok(base),
     }
 }
 
-/// Lays the flags over a configuration: `flags_over!(cfg, args; a, b)` sets `cfg.a` to
-/// `args.a` when that `Option` flag was given, and so on (flags and fields share names).
+/// Lays options over a configuration: `flags_over!(cfg, args; a, b)` sets `cfg.a` to
+/// `args.a` when that `Option` was given, and so on (options and fields share names).
+#[macro_export]
 macro_rules! flags_over {
     ($cfg:expr, $args:expr; $($field:ident),* $(,)?) => {
         $( if let Some(v) = &$args.$field { $cfg.$field = v.clone(); } )*
     };
 }
-pub(crate) use flags_over;
 
 /// Overlays `overlay` on `base`, recursing into tables present in both.
 fn merge(base: &mut toml::Table, overlay: toml::Table) {
@@ -77,8 +111,8 @@ fn merge(base: &mut toml::Table, overlay: toml::Table) {
     }
 }
 
-fn to_table<T: Serialize>(value: &T) -> Result<toml::Table, AppError> {
-    toml::Table::try_from(value).map_err(|e| AppError::Run(format!("cannot encode settings: {e}")))
+fn to_table<T: Serialize>(value: &T) -> Result<toml::Table, SettingsError> {
+    toml::Table::try_from(value).map_err(|e| SettingsError::Encode(e.to_string()))
 }
 
 /// `base` with the keys of the TOML document `text` laid over it (unknown keys are errors of
@@ -87,16 +121,15 @@ pub fn merge_toml<T: Serialize + DeserializeOwned>(
     base: &T,
     text: &str,
     what: &str,
-) -> Result<T, AppError> {
-    let bad = |e: String| AppError::Input(format!("malformed {what}: {}", e.replace('\n', " ")));
-    let overlay: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+) -> Result<T, SettingsError> {
+    let bad = |e: toml::de::Error| SettingsError::Malformed {
+        what: what.to_string(),
+        reason: one_line(e),
+    };
+    let overlay: toml::Table = text.parse().map_err(bad)?;
     let mut merged = to_table(base)?;
     merge(&mut merged, overlay);
-    merged
-        .try_into()
-        .map_err(|e: toml::de::Error| bad(e.to_string()))
+    merged.try_into().map_err(bad)
 }
 
 /// `base` with each `KEY=VALUE` of `sets` applied, `KEY` a dotted path (`momentum`,
@@ -105,7 +138,7 @@ pub fn merge_toml<T: Serialize + DeserializeOwned>(
 pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
     base: &T,
     sets: &[String],
-) -> Result<T, AppError> {
+) -> Result<T, SettingsError> {
     if sets.is_empty() {
         return Ok(base.clone());
     }
@@ -113,7 +146,7 @@ pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
     for set in sets {
         let (key, value) = set
             .split_once('=')
-            .ok_or_else(|| AppError::Usage(format!("--set {set}: expected KEY=VALUE")))?;
+            .ok_or_else(|| SettingsError::Set(format!("--set {set}: expected KEY=VALUE")))?;
         let value = parse_value(value.trim());
         let mut path: Vec<&str> = key.trim().split('.').collect();
         let last = path.pop().unwrap_or_default();
@@ -126,19 +159,22 @@ pub fn apply_sets<T: Serialize + DeserializeOwned + Clone>(
         });
         merge(&mut merged, overlay);
     }
-    merged.try_into().map_err(|e: toml::de::Error| {
-        AppError::Usage(format!("--set: {}", e.to_string().replace('\n', " ")))
-    })
+    merged
+        .try_into()
+        .map_err(|e: toml::de::Error| SettingsError::Set(format!("--set: {}", one_line(e))))
 }
 
-/// Refuses a `--set` of a field that one of the command's own flags also sets (`--lr 0.01
-/// --set lr=0.02`): which of the two wins would be one more rule to remember, so the user
-/// gives one. `flags` holds each such flag, the field it sets and whether it was given.
-pub fn check_flags_vs_sets(flags: &[(&str, &str, bool)], sets: &[String]) -> Result<(), AppError> {
+/// Refuses an override of a field that one of the command's own options also sets (`--lr
+/// 0.01 --set lr=0.02`): which of the two wins would be one more rule to remember, so the
+/// user gives one. `flags` holds each such option, the field it sets and whether it was given.
+pub fn check_flags_vs_sets(
+    flags: &[(&str, &str, bool)],
+    sets: &[String],
+) -> Result<(), SettingsError> {
     for set in sets {
         let key = set.split('=').next().unwrap_or_default().trim();
         if let Some((flag, field, _)) = flags.iter().find(|(_, f, given)| *given && *f == key) {
-            return Err(AppError::Usage(format!(
+            return Err(SettingsError::Set(format!(
                 "--{flag} and --set {set} both set `{field}`; give one of them"
             )));
         }
@@ -146,19 +182,24 @@ pub fn check_flags_vs_sets(flags: &[(&str, &str, bool)], sets: &[String]) -> Res
     Ok(())
 }
 
-/// Refuses a `--set` of a sampler setting that none of `samplers` reads
+/// Refuses an override of a sampler setting that none of `samplers` reads
 /// ([`SamplerSettings::reads`]): `--set momentum=0.5` on `sgld` would have no effect. A run of
-/// several samplers (`uci --table`) takes a setting that one of them reads.
-pub fn check_sets_read(samplers: &[&SamplerSettings], sets: &[String]) -> Result<(), AppError> {
+/// several samplers (a table of them) takes a setting that one of them reads.
+pub fn check_sets_read(
+    samplers: &[&SamplerSettings],
+    sets: &[String],
+) -> Result<(), SettingsError> {
     for set in sets {
         let field = set.split(['=', '.']).next().unwrap_or_default().trim();
         let mut read = false;
         for s in samplers {
-            read |= s.reads(field)?;
+            read |= s
+                .reads(field)
+                .map_err(|e| SettingsError::Set(e.to_string()))?;
         }
         if !read {
             let names: Vec<&str> = samplers.iter().map(|s| s.name.as_str()).collect();
-            return Err(AppError::Usage(format!(
+            return Err(SettingsError::Set(format!(
                 "--set {set}: {} does not read `{field}`, so it would have no effect",
                 names.join(", ")
             )));
@@ -174,6 +215,41 @@ fn parse_value(text: &str) -> toml::Value {
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(text.to_string()))
+}
+
+/// Where the settings `now` differ from `was`, each as `path = now (was was)` with the dotted
+/// path of the field (the keys of either side, in order); empty when they are equal, or when
+/// either has no JSON form.
+pub fn changes<T: Serialize>(now: &T, was: &T) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Ok(n), Ok(w)) = (serde_json::to_value(now), serde_json::to_value(was)) {
+        differences("", &n, &w, &mut out);
+    }
+    out
+}
+
+fn differences(at: &str, now: &serde_json::Value, was: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value::{Null, Object};
+    if let (Object(n), Object(w)) = (now, was) {
+        let mut keys: Vec<&String> = n.keys().chain(w.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            let path = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
+            differences(
+                &path,
+                n.get(k).unwrap_or(&Null),
+                w.get(k).unwrap_or(&Null),
+                out,
+            );
+        }
+    } else if now != was {
+        out.push(format!("{at} = {now} (was {was})"));
+    }
 }
 
 #[cfg(test)]
@@ -206,19 +282,6 @@ mod tests {
         assert!(merge_toml(&base, "lr = ", "config").is_err());
     }
 
-    /// A target name given later replaces a `[target]` table, and a table replaces a name.
-    #[test]
-    fn a_target_name_and_a_target_table_replace_each_other() {
-        use crate::toy::{TargetChoice, ToyConfig};
-        let table = "[target]\nkind = \"mixture\"\nweights = [1]\nmeans = [[0]]\nsd = [1]\n";
-        let custom = merge_toml(&ToyConfig::default(), table, "config").unwrap();
-        assert!(matches!(custom.target, TargetChoice::Custom(_)));
-        let renamed = merge_toml(&custom, "target = \"nine-mode\"", "config").unwrap();
-        assert_eq!(renamed.target, TargetChoice::from("nine-mode"));
-        let back = merge_toml(&renamed, table, "config").unwrap();
-        assert_eq!(back.target, custom.target);
-    }
-
     #[test]
     fn a_flag_and_a_set_of_the_same_field_are_refused_together() {
         let sets = ["momentum=0.5".to_string(), " lr = 0.02".to_string()];
@@ -234,5 +297,18 @@ mod tests {
         check_flags_vs_sets(&unset, &sets).unwrap();
         let table = ["replica.lr_max=1".to_string()];
         check_flags_vs_sets(&[("lr", "lr", true)], &table).unwrap();
+    }
+
+    #[test]
+    fn changes_name_every_differing_field_by_its_path() {
+        let was = SamplerSettings::named("csgld");
+        let mut now = was.clone();
+        now.lr = 0.5;
+        now.contour.zeta = 7.0;
+        let c = changes(&now, &was);
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert!(c[0].starts_with("contour.zeta = 7.0 (was "), "{c:?}");
+        assert!(c[1].starts_with("lr = 0.5 (was "), "{c:?}");
+        assert!(changes(&was, &was).is_empty());
     }
 }
