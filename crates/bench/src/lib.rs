@@ -211,9 +211,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     }
     if a.runs(Group::Mlp) {
         // The small networks compute on one thread (see `sgmcmc_engine::jobs`), the CNN on all cores.
-        sgmcmc_engine::jobs::with_threads(1, || {
-            mlp_rates(a, &device, &mut figures, &mut ratios)
-        })??;
+        sgmcmc_engine::jobs::with_threads(1, || mlp_rates(a, &device, &mut figures, &mut ratios))??;
         let (mlp, post, batch) = mlp_workload(&device);
         chain_scaling(
             a,

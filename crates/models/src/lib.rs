@@ -32,6 +32,7 @@ pub mod nn;
 pub mod noise;
 pub mod posterior;
 pub mod prior;
+pub mod regression_average;
 pub mod resnet;
 pub use sgmcmc_flex::staged;
 pub mod wide_resnet;

@@ -51,6 +51,11 @@ impl MixtureNll {
         self.log_weight = log_add(self.log_weight, lw);
     }
 
+    /// The test targets `y_t`.
+    pub fn targets(&self) -> &[f64] {
+        &self.y
+    }
+
     /// The mean NLL `-(1 / T) sum_t ln p(y_t)`; `None` before any component of positive weight.
     pub fn value(&self) -> Option<f64> {
         if !(self.log_weight.is_finite()) || self.y.is_empty() {

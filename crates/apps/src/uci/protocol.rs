@@ -33,7 +33,7 @@
 //! `Gamma(shape, rate)` prior (see `sgmcmc_models::noise`), starting from `lambda = 1`. The test
 //! NLL is then that of the posterior predictive itself: the weighted mixture over the collected
 //! models, each a Gaussian with its own mean and its own sampled `1 / lambda_k`
-//! ([`MixtureNll`]), in original units. RMSE is unchanged (the mixture's mean).
+//! (`sgmcmc_models::regression_average`), in original units. RMSE is unchanged (the mixture's mean).
 
 use std::path::PathBuf;
 
@@ -46,10 +46,10 @@ use sgmcmc_engine::observers::{
     TracePart, TraceSummary,
 };
 use sgmcmc_engine::{BatchSource, Checkpoints, Run, Shuffle, TensorBatches, init};
-use sgmcmc_models::metrics::{gaussian_nll, rmse};
-use sgmcmc_models::mixture_nll::MixtureNll;
+use sgmcmc_models::metrics::rmse;
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
+use sgmcmc_models::regression_average::{ModelPredictions, RegressionAverage};
 use sgmcmc_models::{
     Activation, Likelihood, MlpConfig, Network, Posterior, Scale, Targets, WithNoise,
 };
@@ -274,54 +274,6 @@ impl RunFiles {
     }
 }
 
-/// The run's predictions: the weighted sums over the averaged models of the test and train
-/// predictions (model units), and with learned noise the mixture predictive.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Sums {
-    test: Vec<f64>,
-    test_sq: Vec<f64>,
-    train: Vec<f64>,
-    weight: f64,
-    weight_sq: f64,
-    mixture: MixtureNll,
-    sd: f64,
-}
-
-/// One averaged model's predictions: what a rank sends to rank 0 for the average.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Predictions {
-    test: Vec<f64>,
-    train: Vec<f64>,
-    /// The sampled `ln lambda` (learned noise).
-    log_precision: Option<f64>,
-}
-
-impl Sums {
-    /// Adds one model with importance weight `w`; models are added in step and chain order
-    /// (the sums' rounding).
-    fn fold(&mut self, w: f64, m: &Predictions, back: &dyn Fn(f64) -> f64, unit: f64) {
-        for (sum, (q, p)) in self
-            .test
-            .iter_mut()
-            .zip(self.test_sq.iter_mut().zip(&m.test))
-        {
-            *sum += w * p;
-            *q += w * p * p;
-        }
-        for (sum, p) in self.train.iter_mut().zip(&m.train) {
-            *sum += w * p;
-        }
-        if let Some(lp) = m.log_precision {
-            let sd = unit * (-0.5 * lp).exp();
-            let means: Vec<f64> = m.test.iter().map(|p| back(*p)).collect();
-            self.mixture.add(w, &means, sd);
-            self.sd += w * sd;
-        }
-        self.weight += w;
-        self.weight_sq += w * w;
-    }
-}
-
 fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, String> {
     t.into_data()
         .try_into_vec::<f32>()
@@ -479,8 +431,6 @@ where
             .collect();
         (raw, Box::new(|v| v))
     };
-    // Model units -> original units is affine: a noise sd scales by |back(1) - back(0)|.
-    let unit = (back(1.0) - back(0.0)).abs();
     let y_train = Tensor::<2>::from_data(TensorData::new(y_fit.clone(), [n, 1]), device);
     let x_test = Tensor::<2>::from_data(
         TensorData::new(data.x_test.clone(), [data.n_test(), d]),
@@ -504,22 +454,14 @@ where
         spec.build_with_data(ens, run.seed, fresh, None)?
     };
     let mut stats = ContourWatch::new(sampler.multiplier_reach(total).map(ContourStats::new), burn);
-    let sums = Sums {
-        test: vec![0.0; data.n_test()],
-        test_sq: vec![0.0; data.n_test()],
-        train: vec![0.0; n],
-        weight: 0.0,
-        weight_sq: 0.0,
-        mixture: MixtureNll::new(data.y_test_raw.clone()),
-        sd: 0.0,
-    };
+    let sums = RegressionAverage::new(n, data.y_test_raw.clone());
     // The model average of the kept samples, folded on rank 0 in step and chain order.
     let x_fit = x_train.clone();
     let mut average = Evaluate::kept(
         ranks,
         sums,
         |_: &Scoring<'_>, m: &M| {
-            Ok(Predictions {
+            Ok(ModelPredictions {
                 test: to_vec(m.forward(x_test.clone()))?,
                 train: to_vec(m.forward(x_fit.clone()))?,
                 log_precision: m
@@ -527,9 +469,9 @@ where
                     .map(|lp| f64::from(lp.val().into_scalar::<f32>())),
             })
         },
-        |sums: &mut Sums, s: Scored<'_, Predictions>| {
+        |sums: &mut RegressionAverage, s: Scored<'_, ModelPredictions>| {
             for (c, m) in s.chains.iter().zip(&s.scores) {
-                sums.fold(s.report.weights[*c], m, &*back, unit);
+                sums.add(s.report.weights[*c], m, &*back);
             }
             Ok(())
         },
@@ -594,45 +536,22 @@ where
         return Ok(None);
     }
     let s = average.into_state();
-    let wsum = s.weight;
-    if wsum.is_nan() || wsum <= 0.0 {
-        return Err(AppError::Run(
-            "no model was collected (weights vanished)".into(),
-        ));
-    }
-    // Plug-in noise variance (model units): mean squared training residual of the BMA.
-    let noise = s
-        .train
-        .iter()
-        .zip(&y_fit)
-        .map(|(t, y)| (t / wsum - f64::from(*y)).powi(2))
-        .sum::<f64>()
-        / n as f64;
-    let (mut pred, mut var) = (Vec::new(), Vec::new());
-    for (t, q) in s.test.iter().zip(&s.test_sq) {
-        let mean = t / wsum;
-        let v = (q / wsum - mean * mean).max(0.0) + noise;
-        let p = back(mean);
-        pred.push(p);
-        var.push((back(mean + v.sqrt()) - p).powi(2));
-    }
-    let learned = matches!(run.noise, UciNoise::Learned { .. });
-    let nll = match s.mixture.value() {
-        Some(v) if learned => v,
-        _ => gaussian_nll(&pred, &var, &data.y_test_raw),
-    };
+    let predictive = s
+        .predictive(&y_fit, &*back)
+        .ok_or_else(|| AppError::Run("no model was collected (weights vanished)".into()))?;
+    let (weight, weight_sq) = s.weights();
     Ok(Some(UciResult {
-        rmse: rmse(&pred, &data.y_test_raw),
-        nll,
+        rmse: rmse(&predictive.mean, &data.y_test_raw),
+        nll: predictive.nll,
         steps: report.steps,
         wall_seconds: report.wall_seconds,
         error: None,
-        noise_sd: learned.then(|| s.sd / wsum),
+        noise_sd: predictive.noise_sd,
         contour: stats.into_stats().map(|mut st| {
-            st.weights(s.weight, s.weight_sq);
+            st.weights(weight, weight_sq);
             st.finish(sampler.theta().map(|t| t.theta()), &theta_start)
         }),
-        predictions: pred,
+        predictions: predictive.mean,
         diagnostics,
         trace,
         settings: None,
