@@ -2,8 +2,9 @@
 //! N = 1e4 points and minibatches of 100 (tau (10, 1000), F = 1).
 //! `sgmcmc vr-resgld` runs the thesis' N = 1e5 setting.
 
-use sgmcmc::apps::vr::{VrOutcome, VrStudyConfig, data, exact_low_mode_mass, run};
+use sgmcmc::apps::vr::{VrOutcome, VrStudyConfig, data, run};
 use sgmcmc::samplers::density::data_mixture::MixtureData;
+use sgmcmc::testfunctions::data_mixture::exact_low_mode_mass;
 
 /// Standard errors allowed between an estimate and its exact value.
 const Z: f64 = 4.5;

@@ -7,8 +7,7 @@
 //! of the temperatures used. The rung-0 chain visits both modes only through swaps, which needs
 //! the two replicas in different basins: the low replica starts at 30 (as the thesis' SGLD run)
 //! and the high one at -10. The exact rung-0 mode masses are then those of the pair law with one
-//! replica per basin, `Z_1(A) Z_2(B) / (Z_1(A) Z_2(B) + Z_1(B) Z_2(A))`, `Z_t(A) = ∫_A e^(-L/t)`,
-//! computed by quadrature around each mode.
+//! replica per basin ([`exact_low_mode_mass`]).
 //!
 //! Every run is the library's [`VarianceReduced`] sampler: one minibatch `B` (n indices with
 //! replacement) per step for both chains, snapshots every `m` steps (VR-reSGLD) or plain
@@ -30,6 +29,7 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{
     self, ControlSettings, ReplicaConfig, Sampler, StepReport, SwapRule, VarianceReduced, VrRefresh,
 };
+use sgmcmc_testfunctions::data_mixture::exact_low_mode_mass;
 
 use crate::error::AppError;
 
@@ -182,45 +182,6 @@ pub fn run(cfg: &VrStudyConfig, data: &MixtureData) -> Result<VrOutcome, AppErro
         low_mode_mass: mass,
         wall_seconds: start.elapsed().as_secs_f64(),
     })
-}
-
-/// Exact rung-0 mass of the mode near -5 for one replica per basin (see the module docs), and
-/// the plain tau_1 posterior mass of that mode.
-pub fn exact_low_mode_mass(data: &MixtureData, t1: f64, t2: f64) -> (f64, f64) {
-    // Log-partition of each basin at temperature t: a fine grid of +-10 sd around its mode.
-    let basin = |lo: f64, hi: f64, t: f64| -> f64 {
-        // Golden-section search for the mode.
-        let (mut a, mut b) = (lo, hi);
-        let g = 0.5 * (5f64.sqrt() - 1.0);
-        for _ in 0..60 {
-            let (c, d) = (b - g * (b - a), a + g * (b - a));
-            if data.full_energy(c) < data.full_energy(d) {
-                b = d;
-            } else {
-                a = c;
-            }
-        }
-        let mode = 0.5 * (a + b);
-        let h = 1e-3;
-        let u0 = data.full_energy(mode);
-        let curv = (data.full_energy(mode + h) - 2.0 * u0 + data.full_energy(mode - h)) / (h * h);
-        let sd = (t / curv.max(1e-12)).sqrt();
-        let n = 400;
-        let step = 20.0 * sd / n as f64;
-        let z: f64 = (0..=n)
-            .map(|i| {
-                let x = mode - 10.0 * sd + i as f64 * step;
-                (-(data.full_energy(x) - u0) / t).exp()
-            })
-            .sum::<f64>()
-            * step;
-        z.ln() - u0 / t
-    };
-    let (a1, b1) = (basin(-15.0, 10.0, t1), basin(10.0, 35.0, t1));
-    let (a2, b2) = (basin(-15.0, 10.0, t2), basin(10.0, 35.0, t2));
-    let pair = 1.0 / (1.0 + (b1 + a2 - a1 - b2).exp());
-    let single = 1.0 / (1.0 + (b1 - a1).exp());
-    (pair, single)
 }
 
 /// Options of `sgmcmc vr-resgld`.

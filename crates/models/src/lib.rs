@@ -16,6 +16,7 @@
 // (clippy.toml), which counts them.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+pub mod buffer_posterior;
 pub mod classifier;
 pub mod cnn;
 pub mod conv_gemm;

@@ -7,7 +7,8 @@
 //! numerical integration ([`quadrature`]) in 1-D and 2-D and by Monte Carlo over exact draws
 //! ([`monte_carlo`]) above ([`exact_masses`] picks), the masses of energy bins
 //! ([`energy_bins`]), and the equilibrium of the contour samplers' theta ([`equilibrium`]).
-//! [`benchmarks`] holds the classic global-optimisation test functions.
+//! [`benchmarks`] holds the classic global-optimisation test functions, [`data_mixture`] the
+//! exact mode masses of the thesis' data posterior under replica exchange.
 //!
 //! The traits ([`Potential`], [`ModeMap`], [`ExactDraws`]) and the noise model stay in
 //! `sgmcmc-samplers`, which runs any target; they are re-exported here.
@@ -23,6 +24,7 @@
 
 pub mod benchmarks;
 pub mod covariance;
+pub mod data_mixture;
 pub mod energy_bins;
 pub mod equilibrium;
 pub mod exact_masses;

@@ -20,7 +20,6 @@ pub mod config;
 pub mod env;
 pub mod report;
 pub mod run;
-pub mod target;
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -28,8 +28,8 @@ use sgmcmc_samplers::sampler::Sampler;
 use super::agents::{Acting, AgentConfig, acting_weights, thompson_chain};
 use super::config::BanditConfig;
 use super::env::{self, Action};
-use super::target::BufferPosterior;
 use crate::error::AppError;
+use sgmcmc_models::buffer_posterior::BufferPosterior;
 
 type BanditSampler = AnySampler<ModuleEnsemble<Mlp, BufferPosterior>>;
 

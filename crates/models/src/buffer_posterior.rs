@@ -1,5 +1,5 @@
-//! The bandit's posterior: an MLP's Gaussian posterior over a replay buffer whose size changes
-//! while the chains run.
+//! An MLP's Gaussian-regression posterior over data that grow while the chains run (a bandit's
+//! replay buffer, online learning).
 //!
 //! `U~(theta) = prior_precision / 2 |theta|^2 + (N / n) sum_B [lambda / 2 (f(x) - r)^2 +
 //! ln(2 pi / lambda) / 2]` with `N` the buffer's size when the step is taken (set with
@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use burn::tensor::Tensor;
-use sgmcmc_models::mlp::{Dropout, MlpPosterior};
-use sgmcmc_models::posterior::Batch;
-use sgmcmc_models::{Likelihood, Mlp, Posterior, Scale};
 use sgmcmc_samplers::TargetError;
 use sgmcmc_samplers::density::{Energies, Estimate, Target};
 use sgmcmc_samplers::rng::ChainRng;
+
+use crate::mlp::{Dropout, MlpPosterior};
+use crate::posterior::Batch;
+use crate::{Likelihood, Mlp, Posterior, Scale};
 
 /// [`MlpPosterior`] with a shared, settable data size `N`.
 #[derive(Clone, Debug)]
@@ -102,8 +103,8 @@ impl Target<Mlp> for BufferPosterior {
 
 #[cfg(test)]
 mod tests {
+    use crate::{Activation, MlpConfig, Targets};
     use burn::tensor::{Device, TensorData};
-    use sgmcmc_models::{Activation, MlpConfig, Targets};
 
     use super::*;
 
