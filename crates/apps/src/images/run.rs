@@ -38,11 +38,12 @@ use crate::images::distributed::{ChainProbs, placed};
 use crate::images::eval::{
     Averages, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy,
 };
-use crate::images::swag::{draws, trainable_values};
+use crate::images::swag::draws;
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::probabilities;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use sgmcmc_models::metrics::ClassifierMetrics;
+use sgmcmc_samplers::ensemble::trainable_values;
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;

@@ -7,70 +7,14 @@
 //! instead), and each joins
 //! the model average with weight 1. The fit restarts with the next cycle.
 
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::Tensor;
+use burn::module::Module;
 use sgmcmc_models::ImageClassifier;
-use sgmcmc_samplers::checkpoint::TensorState;
-use sgmcmc_samplers::ensemble::{module_values, with_module_values};
+use sgmcmc_samplers::ensemble::{trainable_values, with_trainable_values};
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::swag::Swag;
 
 use crate::error::AppError;
 use crate::images::data::TrainBatcher;
-
-/// Which float tensors of a module are trainable (BatchNorm running statistics are not).
-struct Trainable(Vec<bool>);
-
-impl ModuleVisitor for Trainable {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        self.0.push(param.val().is_require_grad());
-    }
-}
-
-/// The float tensors of `m` and which of them are trainable.
-fn split(m: &ImageClassifier) -> Result<(Vec<TensorState>, Vec<bool>), AppError> {
-    let values = module_values(m)?;
-    let mut t = Trainable(Vec::new());
-    m.visit(&mut t);
-    if t.0.len() != values.len() {
-        return Err(AppError::Run("parameter visit orders differ".into()));
-    }
-    Ok((values, t.0))
-}
-
-/// The trainable parameters of `m`, flattened in visit order.
-pub fn trainable_values(m: &ImageClassifier) -> Result<Vec<f32>, AppError> {
-    let (values, mask) = split(m)?;
-    Ok(values
-        .into_iter()
-        .zip(mask)
-        .filter(|(_, t)| *t)
-        .flat_map(|(v, _)| v.values)
-        .collect())
-}
-
-/// `m` with its trainable parameters replaced by `flat` (visit order).
-pub fn with_trainable_values(
-    m: ImageClassifier,
-    flat: &[f32],
-) -> Result<ImageClassifier, AppError> {
-    let (mut values, mask) = split(&m)?;
-    let mut at = 0;
-    for (v, t) in values.iter_mut().zip(mask) {
-        if t {
-            let n = v.values.len();
-            let part = flat
-                .get(at..at + n)
-                .ok_or_else(|| AppError::Run("SWAG draw shorter than the network".into()))?;
-            v.values.copy_from_slice(part);
-            at += n;
-        }
-    }
-    if at != flat.len() {
-        return Err(AppError::Run("SWAG draw longer than the network".into()));
-    }
-    Ok(with_module_values(m, values)?)
-}
 
 /// Recomputes the running BatchNorm statistics of `m` from scratch (SWAG's `bn_update`,
 /// [`ImageClassifier::recompute_batch_norm`]; on an autodiff device, where burn's BatchNorm

@@ -21,7 +21,10 @@ pub use faulty::{Fault, FaultKind, Faulty};
 pub use host::{HostEnsemble, HostPoints, HostTarget};
 pub use kernel_row::{KernelRow, ParamRow, RowSwap, shifted};
 pub(crate) use module::draw_noise;
-pub use module::{ModuleEnsemble, NoiseSource, module_values, with_module_values};
+pub use module::{
+    ModuleEnsemble, NoiseSource, module_values, trainable_values, with_module_values,
+    with_trainable_values,
+};
 pub use snapshot::{ExactHostTarget, SnapshotEnergy};
 
 use crate::checkpoint::EnsembleState;

@@ -10,11 +10,13 @@ use rayon::prelude::*;
 mod noise;
 mod running;
 mod state;
+mod trainable;
 
 pub use noise::NoiseSource;
 pub(crate) use noise::draw as draw_noise;
 
 pub use state::{module_values, with_module_values};
+pub use trainable::{trainable_values, with_trainable_values};
 
 use super::{Draws, Ensemble, KernelRow, RowSwap};
 use crate::checkpoint::EnsembleState;
