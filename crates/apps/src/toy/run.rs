@@ -1,8 +1,6 @@
 //! Running a toy configuration on the host fast path or on a tensor device: a registry sampler
 //! in the engine's run loop, with the toy's collector as its observer.
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::observer::{decode, encode};
 use sgmcmc_engine::{Checkpoints, Kept, Observer, Progress, Repeat, Run, RunError};
@@ -10,7 +8,7 @@ use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::diagnostics::Coupling;
-use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, HostPoints, ModuleEnsemble};
+use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, ModuleEnsemble, Positions};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{ContourConfig, ReplicaSummary, Sampler, StepReport};
@@ -77,52 +75,6 @@ pub struct Persist {
     pub meta: Vec<u8>,
 }
 
-/// Toy chains' points as one row-major `[P, d]` array.
-pub trait ToyPoints {
-    /// All positions, row-major.
-    fn positions(&self) -> Cow<'_, [f64]>;
-}
-
-impl ToyPoints for HostPoints {
-    fn positions(&self) -> Cow<'_, [f64]> {
-        Cow::Borrowed(&self.x)
-    }
-}
-
-impl ToyPoints for Vec<Particles> {
-    fn positions(&self) -> Cow<'_, [f64]> {
-        Cow::Owned(
-            self.iter()
-                .flat_map(|m| m.rows().into_iter().flatten())
-                .collect(),
-        )
-    }
-}
-
-/// The lowest energy on a grid over a 1-D/2-D target's support (else at the mode centres) or at
-/// the starting points, which places the default energy partition.
-fn min_energy(target: &ToyTarget, starts: &[Vec<f64>]) -> f64 {
-    let p = target.potential();
-    let at_starts = starts
-        .iter()
-        .map(|x| p.energy(x))
-        .fold(f64::INFINITY, f64::min);
-    // Mode centres (a mixture's means) come close to it where no grid goes (above 2-D).
-    let at_centres = p.modes().map_or(f64::INFINITY, |m| {
-        m.centres()
-            .iter()
-            .map(|c| p.energy(c))
-            .fold(f64::INFINITY, f64::min)
-    });
-    let Some(support) = p.support().filter(|s| s.len() <= 2) else {
-        return at_starts.min(at_centres);
-    };
-    let n = if support.len() == 1 { 20_000 } else { 400 };
-    let mut umin = at_starts;
-    let _ = toy::quadrature::visit_grid(p, 1.0, n, |x, _| umin = umin.min(p.energy(x)));
-    umin
-}
-
 /// The target of `cfg` with its noise overrides.
 pub fn build_target(cfg: &ToyConfig) -> Result<ToyTarget, AppError> {
     let target = cfg.target.build()?;
@@ -181,7 +133,7 @@ fn prepare(cfg: &ToyConfig) -> Result<(ToyTarget, Vec<Vec<f64>>, SamplerSpec), A
     let starts = starts(cfg, &target)?;
     let ctx = BuildContext::steps(cfg.iters)
         .chains(cfg.chains)
-        .min_energy(min_energy(&target, &starts));
+        .min_energy(toy::quadrature::lowest_energy(target.potential(), &starts));
     let spec = cfg.sampler.spec(&ctx)?;
     Ok((target, starts, spec))
 }
@@ -254,7 +206,7 @@ struct Job<'a> {
 fn drive<E>(job: Job<'_>, ens: E) -> Result<Option<ToyOutcome>, AppError>
 where
     E: Ensemble<Batch = ()>,
-    E::Snapshot: ToyPoints,
+    E::Snapshot: Positions,
 {
     let Job {
         spec,
@@ -517,7 +469,7 @@ impl<'t> Collector<'t> {
 impl<E> Observer<AnySampler<E>> for Collector<'_>
 where
     E: Ensemble<Batch = ()>,
-    E::Snapshot: ToyPoints,
+    E::Snapshot: Positions,
 {
     fn wants_points(&self) -> bool {
         true

@@ -14,6 +14,7 @@ mod faulty;
 mod host;
 mod kernel_row;
 mod module;
+mod positions;
 mod snapshot;
 
 #[cfg(feature = "fault-injection")]
@@ -25,6 +26,7 @@ pub use module::{
     ModuleEnsemble, NoiseSource, module_values, trainable_values, with_module_values,
     with_trainable_values,
 };
+pub use positions::Positions;
 pub use snapshot::{ExactHostTarget, SnapshotEnergy};
 
 use crate::checkpoint::EnsembleState;
