@@ -9,7 +9,7 @@
 
 use burn::module::Module;
 use sgmcmc_models::ImageClassifier;
-use sgmcmc_samplers::ensemble::{trainable_values, with_trainable_values};
+use sgmcmc_samplers::ensemble::with_trainable_values;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::swag::Swag;
 
@@ -58,7 +58,7 @@ mod tests {
     use burn::tensor::Device;
     use burn::tensor::{Distribution, Tensor};
     use sgmcmc_models::{Network, ResNetConfig};
-    use sgmcmc_samplers::ensemble::module_values;
+    use sgmcmc_samplers::ensemble::{module_values, trainable_values};
 
     #[test]
     fn trainable_values_are_the_published_parameter_count_and_round_trip() {
