@@ -8,7 +8,6 @@ pub mod bandit;
 pub mod cli;
 pub mod data_cmd;
 pub mod demo;
-pub mod digest;
 pub mod digits;
 pub mod distributed;
 pub mod error;

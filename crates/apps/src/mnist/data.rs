@@ -12,7 +12,6 @@ use sgmcmc_models::posterior::Batch;
 
 use sgmcmc_engine::experiment::{DataDigest, DataRecord};
 
-use crate::digest::DigestData;
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 

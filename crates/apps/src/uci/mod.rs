@@ -28,7 +28,6 @@ use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{DataDigest, DataRecord};
 
-use crate::digest::DigestData;
 use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::output;

@@ -75,6 +75,25 @@ impl DataDigest {
         self
     }
 
+    /// Feeds a UCI data set: rows, targets and splits.
+    pub fn uci(&mut self, d: &sgmcmc_data::UciDataset) -> &mut Self {
+        for row in &d.x {
+            self.reals(row);
+        }
+        self.reals(&d.y);
+        for s in &d.splits {
+            self.counts(&s.train).counts(&s.test);
+        }
+        self
+    }
+
+    /// Feeds an image set: its shape, pixels and labels.
+    pub fn images(&mut self, s: &sgmcmc_data::ImageSet) -> &mut Self {
+        self.counts(&[s.rows, s.cols])
+            .bytes(&s.images)
+            .bytes(&s.labels)
+    }
+
     /// The hex digest.
     pub fn finish(self) -> String {
         self.0
