@@ -60,16 +60,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), AppError> {
     Ok(sgmcmc_engine::fs::write_atomic(path, bytes)?)
 }
 
-/// A sibling temp path for atomic writes of files produced by other writers (e.g. plots).
-pub fn temp_path(path: &Path) -> PathBuf {
-    sgmcmc_engine::fs::temp_path(path)
-}
-
-/// Moves a finished temp file into place (fsync, rename, folder fsync).
-pub fn commit(tmp: &Path, path: &Path) -> Result<(), AppError> {
-    Ok(sgmcmc_engine::fs::commit(tmp, path)?)
-}
-
 /// Writes a value as pretty JSON, atomically.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), AppError> {
     Ok(sgmcmc_engine::fs::write_json(path, value)?)

@@ -2,8 +2,8 @@
 //! handwritten digits (UCI optdigits), CIFAR-10/100 binary, SVHN `.mat`, and synthetic
 //! generators. Readers validate what they
 //! read and return typed errors; a data directory is passed in (CLI `--data-dir`, env
-//! `SGMCMC_DATA_DIR`). [`datasets`] offers every reader's data as a burn `Dataset` with a
-//! batcher.
+//! `SGMCMC_DATA_DIR`, [`data_root`]). [`datasets`] offers every reader's data as a burn
+//! `Dataset` with a batcher; [`inputs`] reads what a user hands a saved posterior.
 
 pub mod augment;
 pub mod cifar;

@@ -25,7 +25,8 @@
 //! * [`SavedPosterior`]: the models a run saved, loaded back; [`predict`]: their model
 //!   average on new inputs (regression rows, images with their uncertainty and metrics).
 //! * [`settings`]: settings layered from defaults, presets, files and `KEY=VALUE` overrides;
-//!   [`limits`]: bounds on run sizes; [`fs`]: atomic writes (JSON, TOML, CSV).
+//!   [`limits`]: bounds on run sizes; [`jobs`]: independent runs side by side, each on a
+//!   compute thread of its own; [`fs`]: atomic writes (JSON, TOML, CSV).
 //! * [`init`]: chains initialised from the run's seed; [`tuning`]: energy partitions and step
 //!   sizes from pilot runs.
 //!

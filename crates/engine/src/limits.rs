@@ -1,7 +1,8 @@
 //! Bounds on run sizes that no sampler checks: a budget no machine finishes, a thread count no
 //! machine holds, a chain count a sampler cannot run with, a seed no configuration file holds.
 //! Each refusal is one line ([`RunError::Setting`], or [`RunError::Input`] for data too small),
-//! to be given before any work.
+//! to be given before any work. The messages name the command line's options (`--threads`,
+//! `--chains`) a caller passes in.
 
 use sgmcmc_samplers::registry::lookup;
 

@@ -3,7 +3,8 @@
 //! for any serde configuration. Nested tables merge key by key; a key the configuration does
 //! not have is an error of its type. A run writes its resolved settings to `config.toml`; laid
 //! over the same defaults again it repeats the run. [`changes`] names what differs between two
-//! settings, by dotted path.
+//! settings, by dotted path. The refusals are worded for the command line (`--set KEY=VALUE`,
+//! `--FLAG`), where these layers come from.
 
 use std::path::Path;
 

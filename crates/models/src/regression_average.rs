@@ -42,6 +42,10 @@ pub struct RegressionAverage {
     weight_sq: f64,
     mixture: MixtureNll,
     sd: f64,
+    /// Whether the models carry a sampled noise precision (left out of the serialized form
+    /// when not, so a fixed-noise run's state reads as before it existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    sampled: bool,
 }
 
 /// The predictive of the average on the test inputs, in the target's units.
@@ -51,8 +55,8 @@ pub struct RegressionPredictive {
     pub mean: Vec<f64>,
     /// Predictive variances (the models' spread and the plug-in noise).
     pub variance: Vec<f64>,
-    /// Mean test NLL: of the mixture predictive with sampled noise, else Gaussian with
-    /// [`Self::variance`].
+    /// Mean test NLL: of the mixture predictive with sampled noise (where it has a value),
+    /// else Gaussian with [`Self::variance`].
     pub nll: f64,
     /// With sampled noise: the weighted mean noise sd.
     pub noise_sd: Option<f64>,
@@ -70,6 +74,7 @@ impl RegressionAverage {
             weight_sq: 0.0,
             mixture: MixtureNll::new(y_test),
             sd: 0.0,
+            sampled: false,
         }
     }
 
@@ -91,6 +96,7 @@ impl RegressionAverage {
             let means: Vec<f64> = m.test.iter().map(|p| back(*p)).collect();
             self.mixture.add(w, &means, sd);
             self.sd += w * sd;
+            self.sampled = true;
         }
         self.weight += w;
         self.weight_sq += w * w;
@@ -127,13 +133,15 @@ impl RegressionAverage {
             mean.push(p);
             variance.push((back(mu + v.sqrt()) - p).powi(2));
         }
-        let sampled = self.mixture.value();
-        let nll = sampled.unwrap_or_else(|| gaussian_nll(&mean, &variance, self.mixture.targets()));
+        let nll = match self.mixture.value() {
+            Some(v) if self.sampled => v,
+            _ => gaussian_nll(&mean, &variance, self.mixture.targets()),
+        };
         Some(RegressionPredictive {
             mean,
             variance,
             nll,
-            noise_sd: sampled.map(|_| self.sd / wsum),
+            noise_sd: self.sampled.then(|| self.sd / wsum),
         })
     }
 }

@@ -309,7 +309,8 @@ impl Recorder<'_> {
         let modules: Vec<ImageClassifier> = sampler.ensemble().modules().cloned().collect();
         if report.phase == Some(Phase::Sampling) && k.is_multiple_of(setup.every) {
             for (p, m) in modules.iter().enumerate() {
-                let theta = trainable_values(m)?;
+                let theta =
+                    trainable_values(m).map_err(|e| AppError::Run(format!("SWAG fit: {e}")))?;
                 if self.record.swag.len() <= p {
                     self.record.swag.push(Swag::new(theta.len(), setup.rank)?);
                 }

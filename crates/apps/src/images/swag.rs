@@ -45,7 +45,9 @@ pub fn draws(
             let theta = fit.sample(rng)?;
             // A copy with running statistics of its own (a clone would share the chain's, and
             // every draw the last one's): `valid` then `train` rebuilds them.
-            let mut m = with_trainable_values(template.valid().train(), &theta)?;
+            // An internal invariant (the fit is of this very network): a failed run, exit 1.
+            let mut m = with_trainable_values(template.valid().train(), &theta)
+                .map_err(|e| AppError::Run(format!("SWAG draw: {e}")))?;
             refresh_batch_norm(&mut m, source, key, bn_batches)?;
             Ok(m)
         })
