@@ -1,8 +1,8 @@
 //! The `sgmcmc` command-line application: experiment configs, runners, reports and plots.
 //!
 //! Only this crate prints or parses arguments; the libraries return values and typed errors
-//! (figures are drawn by `sgmcmc-plot`). Exit codes: 0 success, 2 bad usage, bad input or an output that cannot be written,
-//! 1 a run that failed (e.g. divergence).
+//! (figures are drawn by `sgmcmc-plot`). Exit codes: 0 success, 2 bad usage, bad input or an
+//! output that cannot be written, 1 a run that failed (e.g. divergence).
 
 pub mod bandit;
 pub mod cli;

@@ -210,7 +210,8 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         toy_rates(a, &device, &mut figures)?;
     }
     if a.runs(Group::Mlp) {
-        // The small networks compute on one thread (see `sgmcmc_engine::jobs`), the CNN on all cores.
+        // The small networks compute on one thread (see `sgmcmc_engine::jobs`), the CNN on all
+        // cores.
         sgmcmc_engine::jobs::with_threads(1, || mlp_rates(a, &device, &mut figures, &mut ratios))??;
         let (mlp, post, batch) = mlp_workload(&device);
         chain_scaling(

@@ -68,7 +68,8 @@ impl RunError {
     }
 
     /// The conventional process exit code: 1 for a run that failed (a divergence, an
-    /// observer that could not finish, missing resources), 2 for bad input (settings, files, batches).
+    /// observer that could not finish, missing resources), 2 for bad input (settings, files,
+    /// batches).
     pub fn exit_code(&self) -> i32 {
         match self {
             Self::Sampler(e) if !e.is_divergence() => 2,

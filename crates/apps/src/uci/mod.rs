@@ -355,7 +355,8 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
 }
 
 /// Runs every job on `jobs` threads, each computing on one thread of its own
-/// ([`sgmcmc_engine::jobs::side_by_side`]); results in job order. A job with files writes its `result.json`.
+/// ([`sgmcmc_engine::jobs::side_by_side`]); results in job order. A job with files writes its
+/// `result.json`.
 fn run_jobs(
     device: DeviceChoice,
     threads: usize,

@@ -33,7 +33,8 @@
 //! `Gamma(shape, rate)` prior (see `sgmcmc_models::noise`), starting from `lambda = 1`. The test
 //! NLL is then that of the posterior predictive itself: the weighted mixture over the collected
 //! models, each a Gaussian with its own mean and its own sampled `1 / lambda_k`
-//! (`sgmcmc_models::regression_average`), in original units. RMSE is unchanged (the mixture's mean).
+//! (`sgmcmc_models::regression_average`), in original units. RMSE is unchanged (the mixture's
+//! mean).
 
 use std::path::PathBuf;
 

@@ -36,7 +36,8 @@ pub struct ContourStats {
     #[serde(default)]
     pub theta_moved: f64,
     /// To first order from the start, how far the multiplier could move over the run (see
-    /// [`Contour::multiplier_reach`](crate::sampler::Contour::multiplier_reach)); far below 1, the sampler moves as its base kernel.
+    /// [`Contour::multiplier_reach`](crate::sampler::Contour::multiplier_reach)); far below 1,
+    /// the sampler moves as its base kernel.
     pub psi_reach: f64,
     /// Steps after burn-in (the running counts behind `bin0_fraction`).
     pub steps_after_burn_in: u64,
