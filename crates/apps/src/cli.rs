@@ -6,13 +6,13 @@ use std::path::PathBuf;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::{apply_sets, check_flags_vs_sets, check_sets_read, with_config};
 
 use crate::demo;
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
 use crate::toy::{self, ToyConfig};
-use sgmcmc_engine::flags_over;
-use sgmcmc_engine::settings::{apply_sets, check_flags_vs_sets, check_sets_read, with_config};
 
 /// Stochastic-gradient MCMC for Bayesian deep learning (Deng et al.'s samplers on burn).
 #[derive(Debug, Parser)]

@@ -26,12 +26,11 @@ pub fn read_rows(path: &Path, width: usize) -> Result<Vec<Vec<f64>>, DataError> 
         if cells.is_empty() {
             continue;
         }
-        let row = match cells.iter().map(|c| c.parse::<f64>()).collect() {
+        let row: Vec<f64> = match cells.iter().map(|c| c.parse()).collect() {
             Ok(r) => r,
             Err(_) if i == 0 => continue,
             Err(_) => return Err(at(i, "not a row of numbers".into())),
         };
-        let row: Vec<f64> = row;
         if row.len() != width {
             return Err(at(
                 i,

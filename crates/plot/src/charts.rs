@@ -46,13 +46,7 @@ pub fn lines_with_bands(
         let mut builder = frame(&root, title, text);
         let mut chart =
             builder.build_cartesian_2d(x0..x1.max(x0 + 1e-9), (y0 - pad)..(y1 + pad))?;
-        if text {
-            chart
-                .configure_mesh()
-                .x_desc(x_desc)
-                .y_desc(y_desc)
-                .draw()?;
-        }
+        mesh(&mut chart, text, x_desc, y_desc)?;
         for (i, band) in bands.iter().enumerate().filter(|b| !b.1.is_empty()) {
             let color = Palette99::pick(i).mix(0.2);
             let outline = band
@@ -102,13 +96,7 @@ pub fn scatter(
         let mut builder = frame(&root, title, text);
         let mut chart =
             builder.build_cartesian_2d((x0 - xpad)..(x1 + xpad), (y0 - ypad)..(y1 + ypad))?;
-        if text {
-            chart
-                .configure_mesh()
-                .x_desc(x_desc)
-                .y_desc(y_desc)
-                .draw()?;
-        }
+        mesh(&mut chart, text, x_desc, y_desc)?;
         for (i, (name, pts)) in series.iter().enumerate() {
             let color = Palette99::pick(i).mix(0.6);
             let anno = chart.draw_series(
@@ -125,6 +113,26 @@ pub fn scatter(
         root.present()?;
         Ok(())
     })
+}
+
+/// The axes' labels and grid, when there is `text`.
+fn mesh<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    text: bool,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    if text {
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(y_desc)
+            .draw()?;
+    }
+    Ok(())
 }
 
 /// The series' legend, boxed on white, when `show`.

@@ -27,12 +27,12 @@ use std::time::Instant;
 use clap::Args;
 use sgmcmc_data::Mushrooms;
 use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;
 use crate::output;
 pub use config::BanditConfig;
 pub use report::FILES;
-use sgmcmc_engine::settings::ConfigFile;
 
 /// Options of `sgmcmc bandit`.
 #[derive(Debug, Args)]

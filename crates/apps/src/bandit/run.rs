@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use sgmcmc_data::Mushrooms;
 use sgmcmc_engine::observers::{Trace, TraceSummary};
 use sgmcmc_engine::{FnBatches, Run, init};
+use sgmcmc_models::buffer_posterior::BufferPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Mlp, MlpConfig, Targets};
 use sgmcmc_samplers::control::Schedule;
@@ -29,7 +30,6 @@ use super::agents::{Acting, AgentConfig, acting_weights, thompson_chain};
 use super::config::BanditConfig;
 use super::env::{self, Action};
 use crate::error::AppError;
-use sgmcmc_models::buffer_posterior::BufferPosterior;
 
 type BanditSampler = AnySampler<ModuleEnsemble<Mlp, BufferPosterior>>;
 

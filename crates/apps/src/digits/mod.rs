@@ -20,10 +20,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use sgmcmc_engine::DeviceChoice;
-
-use crate::error::AppError;
 use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::with_config;
+
+use crate::error::AppError;
 
 pub use run::predict;
 pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits};

@@ -14,6 +14,8 @@
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::experiment::{Launch, run_distributed};
+use sgmcmc_engine::predict::classifier::probabilities;
+use sgmcmc_engine::settings::ConfigFile;
 use sgmcmc_models::{ImageClassifier, Posterior};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
@@ -24,8 +26,6 @@ use super::data::ImagesData;
 use super::run::{ImagesSampler, Stop};
 use super::{FILES, Images, ImagesArgs, config_of, out_dir};
 use crate::error::AppError;
-use sgmcmc_engine::predict::classifier::probabilities;
-use sgmcmc_engine::settings::ConfigFile;
 
 /// One chain's predictions at an evaluation: on the test set, and, if its network joins the
 /// model average, on the out-of-distribution set (where the run has one). A rank computes

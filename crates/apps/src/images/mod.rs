@@ -29,6 +29,8 @@ use std::path::PathBuf;
 use clap::Args;
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::with_parts;
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
@@ -36,8 +38,6 @@ use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
 use run::Stop;
-use sgmcmc_engine::flags_over;
-use sgmcmc_engine::settings::ConfigFile;
 
 /// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
 #[derive(Debug, Args)]

@@ -7,10 +7,10 @@
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
+use sgmcmc_engine::settings::merge_toml;
 
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
-use sgmcmc_engine::settings::merge_toml;
 
 /// The table rows, as compiled in.
 pub const TABLES_TOML: &str = include_str!("tables.toml");

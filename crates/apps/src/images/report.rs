@@ -19,6 +19,7 @@ use serde::Serialize;
 
 use sgmcmc_engine::experiment::write_trace;
 use sgmcmc_engine::observers::TraceSummary;
+use sgmcmc_models::metrics::ClassifierMetrics;
 
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
@@ -27,7 +28,6 @@ use crate::images::eval::{OodMetrics, metrics, ood_metrics, reliability, sorted_
 use crate::images::presets::{PaperColumns, paper_row};
 use crate::images::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
-use sgmcmc_models::metrics::ClassifierMetrics;
 
 /// `summary.json` of a run.
 #[derive(Clone, Debug, Serialize)]

@@ -20,10 +20,13 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::TracePart;
+use sgmcmc_engine::predict::SavedModel;
+use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, probabilities};
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
+use sgmcmc_models::metrics::ClassifierMetrics;
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
-use sgmcmc_samplers::ensemble::ModuleEnsemble;
+use sgmcmc_samplers::ensemble::{ModuleEnsemble, trainable_values};
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
@@ -39,11 +42,6 @@ use crate::images::eval::{
     Averages, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy,
 };
 use crate::images::swag::draws;
-use sgmcmc_engine::predict::SavedModel;
-use sgmcmc_engine::predict::classifier::probabilities;
-use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
-use sgmcmc_models::metrics::ClassifierMetrics;
-use sgmcmc_samplers::ensemble::trainable_values;
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;

@@ -3,12 +3,12 @@
 //! and writes the outputs ([`sgmcmc_engine::experiment::run_distributed`]).
 
 use sgmcmc_engine::experiment::{Launch, run_distributed};
+use sgmcmc_engine::settings::ConfigFile;
 use std::path::PathBuf;
 
 use super::run::Stop;
 use super::{FILES, Mnist, MnistArgs, config_of, data_dir, preset_of, samplers_of};
 use crate::error::AppError;
-use sgmcmc_engine::settings::ConfigFile;
 
 /// Runs the one sampler `a` names over the ranks of this MPI job.
 pub fn run(a: &MnistArgs, stop: Stop) -> Result<(), AppError> {

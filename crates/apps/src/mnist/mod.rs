@@ -34,6 +34,8 @@ use std::path::PathBuf;
 use clap::Args;
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::with_parts;
+use sgmcmc_engine::flags_over;
+use sgmcmc_engine::settings::ConfigFile;
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::error::AppError;
@@ -41,8 +43,6 @@ use crate::output::{Force, fresh_run_dir};
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::Stop;
-use sgmcmc_engine::flags_over;
-use sgmcmc_engine::settings::ConfigFile;
 
 /// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
 pub const STORY: &[&str] = &[

@@ -26,6 +26,8 @@ use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
+use sgmcmc_engine::predict::SavedModel;
+use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use sgmcmc_engine::{
     BatchSource, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
 };
@@ -42,8 +44,6 @@ use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::{Averages, ChainPredictions, scores};
-use sgmcmc_engine::predict::SavedModel;
-use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 
 /// One step of one chain.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -2,12 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
+#[cfg(feature = "fault-injection")]
+use sgmcmc_samplers::ensemble::Fault;
 use sgmcmc_samplers::registry::SamplerSettings;
 use sgmcmc_testfunctions::{Noise, TargetChoice};
 
 use crate::error::AppError;
-#[cfg(feature = "fault-injection")]
-use sgmcmc_samplers::ensemble::Fault;
 
 /// Starting points of the chains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -7,6 +7,7 @@ use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::diagnostics::{
     Convergence, Coupling, ess, kish_ess, split_rhat, weighted_ess, weighted_k_hat,
 };
+use sgmcmc_samplers::sampler::ReplicaSummary;
 use sgmcmc_testfunctions::exact_masses::{self, ExactMethod};
 use sgmcmc_testfunctions::quadrature;
 
@@ -15,7 +16,6 @@ use super::run::ToyOutcome;
 use crate::error::AppError;
 use crate::output;
 use crate::output::RunHeader;
-use sgmcmc_samplers::sampler::ReplicaSummary;
 
 /// `summary.json` of a toy run (the CLI contract's fields first).
 #[derive(Clone, Debug, Serialize)]

@@ -8,6 +8,8 @@ use sgmcmc_samplers::collect::{ModeTraces, Traces, WeightedMean};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::density::particles::Particles;
 use sgmcmc_samplers::diagnostics::Coupling;
+#[cfg(feature = "fault-injection")]
+use sgmcmc_samplers::ensemble::Faulty;
 use sgmcmc_samplers::ensemble::{Ensemble, HostEnsemble, ModuleEnsemble, Positions};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSpec};
 use sgmcmc_samplers::rng::ChainRng;
@@ -18,8 +20,6 @@ use super::config::{Init, ToyConfig};
 use crate::distributed::{Ranks, Resume, diverged_chain};
 use crate::error::AppError;
 use crate::progress;
-#[cfg(feature = "fault-injection")]
-use sgmcmc_samplers::ensemble::Faulty;
 
 /// What a toy run produced.
 pub struct ToyOutcome {
