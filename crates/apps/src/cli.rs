@@ -375,21 +375,9 @@ fn run_toy(a: &ToyArgs) -> Result<(), AppError> {
     }
     toy::run::check(&cfg)?;
     let persist = toy::resume::persist(a, &out, &cfg)?;
-    if a.distributed {
-        let ranks = crate::distributed::join()?;
-        if ranks.rank() == 0
-            && let Err(e) = fresh_run_dir(&out, a.force.force, toy::report::FILES)
-        {
-            ranks.fail(&e, None);
-        }
-        return toy::resume::finish_distributed(&ranks, &cfg, &out, !a.quiet, persist);
-    }
-    fresh_run_dir(&out, a.force.force, toy::report::FILES)?;
-    let outcome = toy::run::run_toy_on(&cfg, !a.quiet, None, persist)?;
-    match outcome {
-        Some(o) => toy::resume::report_or_stop(&cfg, &o, &out, None),
-        None => Ok(()),
-    }
+    let ranks = crate::distributed::ranks_of(a.distributed)?;
+    ranks.on_leader(|| fresh_run_dir(&out, a.force.force, toy::report::FILES).map(drop))?;
+    toy::resume::finish(&ranks, &cfg, &out, !a.quiet, persist)
 }
 
 /// Writes a toy run's outputs into `out` and prints its summary (`ranks`: of a distributed

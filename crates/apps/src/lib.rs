@@ -16,6 +16,7 @@ pub mod mnist;
 pub mod output;
 pub mod predict;
 pub mod progress;
+pub mod run_flags;
 pub mod toy;
 pub mod uci;
 pub mod vr;

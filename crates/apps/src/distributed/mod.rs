@@ -4,8 +4,8 @@
 //! skeleton's resume, [`sgmcmc_engine::experiment::Resume`]); this module joins the job from the
 //! command line, with the one-line error of a binary built without MPI.
 
-pub use sgmcmc_engine::experiment::{Resume, one_process_error, resume_command};
-pub use sgmcmc_engine::ranks::{Ranks, diverged_chain, join_columns};
+pub use sgmcmc_engine::experiment::{Resume, resume_command};
+pub use sgmcmc_engine::ranks::{Ranks, join_columns};
 
 use crate::error::AppError;
 

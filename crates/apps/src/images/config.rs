@@ -546,3 +546,13 @@ fn known_sampler(name: &str) -> Result<(), AppError> {
         known.join(", ")
     )))
 }
+
+impl sgmcmc_engine::experiment::RunSettings for ImagesConfig {
+    fn sampler(&self) -> &str {
+        &self.sampler
+    }
+
+    fn chains(&self) -> usize {
+        self.chains
+    }
+}

@@ -14,7 +14,7 @@ use sgmcmc_data::cifar::{Cifar10, Cifar100};
 use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_data::svhn::Svhn;
 use sgmcmc_data::{ImageData, Images};
-use sgmcmc_engine::{BatchSource, IndexBatches, RunError};
+use sgmcmc_engine::{IndexBatches, RunError};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
@@ -283,13 +283,26 @@ pub fn augmented_batches(
     config: &ImagesConfig,
     data: &ImagesData,
     device: &Device,
-) -> Result<impl BatchSource<Batch = Batch<Tensor<4>>> + Send + use<>, AppError> {
+) -> Result<AugmentedBatches, AppError> {
     let batcher = TrainBatcher::new(config, data, device);
-    let stage = move |epoch: u64, idx: &[usize]| batcher.batch_of(idx, epoch);
+    let stage: AugmentStage = Box::new(move |epoch, idx| batcher.batch_of(idx, epoch));
     Ok(IndexBatches::new(
         data.train.len(),
         config.batch,
         config.seed,
         stage,
     )?)
+}
+
+/// The stage of [`augmented_batches`]: the augmented, normalised batch of the training images
+/// `idx` in an epoch.
+pub type AugmentStage = Box<dyn FnMut(u64, &[usize]) -> Result<Batch<Tensor<4>>, RunError> + Send>;
+
+/// The training batches of a run ([`augmented_batches`]).
+pub type AugmentedBatches = IndexBatches<AugmentStage>;
+
+impl sgmcmc_engine::experiment::RunData for ImagesData {
+    fn source(&self) -> &DataRecord {
+        &self.source
+    }
 }

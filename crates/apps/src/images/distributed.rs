@@ -13,9 +13,7 @@
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
-use sgmcmc_engine::experiment::{Launch, run_distributed};
 use sgmcmc_engine::predict::classifier::probabilities;
-use sgmcmc_engine::settings::ConfigFile;
 use sgmcmc_models::{ImageClassifier, Posterior};
 use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
@@ -23,8 +21,7 @@ use sgmcmc_samplers::registry::SamplerSpec;
 
 use super::config::ImagesConfig;
 use super::data::ImagesData;
-use super::run::{ImagesSampler, Stop};
-use super::{FILES, Images, ImagesArgs, config_of, out_dir};
+use super::run::ImagesSampler;
 use crate::error::AppError;
 
 /// One chain's predictions at an evaluation: on the test set, and, if its network joins the
@@ -102,22 +99,4 @@ pub fn placed(
         )));
     }
     Ok(spec.build_placed(ensemble, config.seed, placement)?)
-}
-
-/// Runs the configuration `a` asks for over the ranks of this MPI job.
-pub fn run(a: &ImagesArgs, stop: Stop) -> Result<(), AppError> {
-    let resolve = || {
-        let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
-        let config = config_of(a, file.as_ref())?;
-        let dir = out_dir(a, &config);
-        Ok((config, dir))
-    };
-    let root = sgmcmc_data::data_root(a.data_dir.as_deref());
-    let launch = Launch {
-        device: a.device,
-        force: a.force.force,
-        quiet: a.quiet,
-    };
-    let ranks = crate::distributed::join()?;
-    run_distributed::<Images>(&ranks, resolve, (&root, FILES), launch, stop)
 }

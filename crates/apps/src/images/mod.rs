@@ -27,19 +27,20 @@ pub mod swag;
 use std::path::PathBuf;
 
 use clap::Args;
-use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::with_parts;
 use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;
-use crate::output::{Force, fresh_run_dir};
+use crate::output::fresh_run_dir;
+use crate::run_flags::RunFlags;
 use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
 use run::Stop;
 
-/// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags.
+/// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags; it
+/// writes into `--out`, by default `runs/images-DATASET-PRESET-SAMPLER`.
 #[derive(Debug, Args)]
 pub struct ImagesArgs {
     /// Sampler name (`--list` prints them) [default: the config file's, else sghmc].
@@ -59,9 +60,6 @@ pub struct ImagesArgs {
     /// Model: resnet20, resnet32, resnet56, wrn16-8, wrn28-10 [default: resnet20].
     #[arg(long)]
     pub model: Option<String>,
-    /// TOML config file (the fields of a run's `config.toml`); flags override it.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
     /// Chains (overrides the preset).
     #[arg(long)]
     pub chains: Option<usize>,
@@ -102,37 +100,12 @@ pub struct ImagesArgs {
     /// Stop after this many steps, >= 1 (a checkpoint is written; continue with `--resume`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub stop_after: Option<u64>,
-    /// Run seed [default: the config file's, else 1].
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Data directory; default `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
-    /// Run directory (default `runs/images-DATASET-PRESET-SAMPLER`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
-    /// Replacing an earlier run in `--out`.
-    #[command(flatten)]
-    pub force: Force,
-    /// Continue the checkpointed run in this directory.
-    #[arg(long)]
-    pub resume: Option<PathBuf>,
-    /// Save the averaged networks and their log weights in `OUT/samples` for `sgmcmc predict`.
-    #[arg(long)]
-    pub save_samples: bool,
     /// Print the samplers, data sets and presets and exit.
     #[arg(long)]
     pub list: bool,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 4
-    /// sgmcmc images --sampler icsghmc --chains 4 --distributed`. Rank 0 writes the run folder.
-    #[arg(long)]
-    pub distributed: bool,
+    /// Where and how the run runs.
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 /// What one run writes into its folder.
@@ -192,9 +165,10 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
     if let Some(f) = file {
         c = f.over(&c)?;
     }
-    flags_over!(c, a; seed, chains, epochs, batch, lr, temperature, train_limit, test_limit,
+    flags_over!(c, a.run; seed);
+    flags_over!(c, a; chains, epochs, batch, lr, temperature, train_limit, test_limit,
         ood_limit, curve_limit, eval_every, burn_epochs, checkpoint_every);
-    c.save_samples |= a.save_samples;
+    c.save_samples |= a.run.save_samples;
     c.validate()?;
     Ok(c)
 }
@@ -205,7 +179,7 @@ pub struct Images;
 
 /// The run folder: `--out`, else `runs/images-DATASET-PRESET-SAMPLER`.
 fn out_dir(a: &ImagesArgs, config: &ImagesConfig) -> PathBuf {
-    a.out.clone().unwrap_or_else(|| {
+    a.run.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             "runs/images-{}-{}-{}",
             config.dataset, config.preset, config.sampler
@@ -248,20 +222,31 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     let stop = Stop {
         after_steps: a.stop_after,
     };
-    if let Some(dir) = &a.resume {
-        let ranks = crate::distributed::ranks_of(a.distributed)?;
-        return sgmcmc_engine::experiment::resume::<Images>(&ranks, dir, stop, a.quiet);
+    if let Some(done) = a.run.resume::<Images>(stop) {
+        return done;
     }
-    if a.distributed {
-        return distributed::run(a, stop);
+    if a.run.distributed {
+        let resolve = || {
+            let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
+            let config = config_of(a, file.as_ref())?;
+            let dir = out_dir(a, &config);
+            Ok((config, dir))
+        };
+        return a.run.over_ranks::<Images>(FILES, resolve, stop);
     }
-    let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
     let config = config_of(a, file.as_ref())?;
     let dir = out_dir(a, &config);
-    let dir = fresh_run_dir(&dir, a.force.force, &with_parts(FILES))?;
-    let data = ImagesData::load(&sgmcmc_data::data_root(a.data_dir.as_deref()), &config)?;
+    let dir = fresh_run_dir(&dir, a.run.force.force, &with_parts(FILES))?;
+    let data = ImagesData::load(&a.run.data_root(), &config)?;
     sgmcmc_engine::experiment::execute::<Images>(
-        &config, &data, &dir, a.device, None, stop, a.quiet,
+        &config,
+        &data,
+        &dir,
+        a.run.device,
+        None,
+        stop,
+        a.run.quiet,
     )?;
     Ok(())
 }

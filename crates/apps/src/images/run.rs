@@ -18,7 +18,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
+use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::TracePart;
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, probabilities};
@@ -154,16 +154,6 @@ pub fn posterior(config: &ImagesConfig, data: &ImagesData) -> Posterior {
             prior_precision: config.weight_decay,
         },
     }
-}
-
-/// Builds the sampler of `config` on the autodiff `device`; chain `p` starts from the network
-/// initialised with [`init::chain_seed`]`(seed, p)`.
-pub fn build(
-    config: &ImagesConfig,
-    data: &ImagesData,
-    device: &Device,
-) -> Result<ImagesSampler, AppError> {
-    <Images as NetExperiment>::build_on(config, data, device, &Ranks::local())
 }
 
 /// Where a run stops early (tests of resume).
@@ -406,20 +396,8 @@ impl NetExperiment for Images {
     type Record = Record;
     type Stop = Stop;
 
-    fn sampler_name(config: &ImagesConfig) -> &str {
-        &config.sampler
-    }
-
-    fn chains(config: &ImagesConfig) -> usize {
-        config.chains
-    }
-
     fn load(root: &Path, config: &ImagesConfig) -> Result<ImagesData, AppError> {
         ImagesData::load(root, config)
-    }
-
-    fn source(data: &ImagesData) -> &DataRecord {
-        &data.source
     }
 
     fn build_on(

@@ -303,6 +303,16 @@ fn unknown(name: &str) -> AppError {
     ))
 }
 
+impl sgmcmc_engine::experiment::RunSettings for MnistConfig {
+    fn sampler(&self) -> &str {
+        &self.sampler
+    }
+
+    fn chains(&self) -> usize {
+        self.chains
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,3 +103,9 @@ pub fn batch(set: &ImageSet, idx: &[usize], device: &Device) -> Batch<Tensor<4>>
         y: Targets::Class(y),
     }
 }
+
+impl sgmcmc_engine::experiment::RunData for MnistData {
+    fn source(&self) -> &DataRecord {
+        &self.source
+    }
+}

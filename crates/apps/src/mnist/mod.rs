@@ -23,7 +23,6 @@
 pub mod compare;
 pub mod config;
 pub mod data;
-mod distributed;
 pub mod eval;
 pub mod report;
 pub mod run;
@@ -32,14 +31,14 @@ pub mod trajectory;
 use std::path::PathBuf;
 
 use clap::Args;
-use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::with_parts;
 use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::ConfigFile;
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::error::AppError;
-use crate::output::{Force, fresh_run_dir};
+use crate::output::fresh_run_dir;
+use crate::run_flags::RunFlags;
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
 use run::Stop;
@@ -77,7 +76,8 @@ impl BmaWeights {
     }
 }
 
-/// Options of `sgmcmc mnist`. A run's settings resolve as preset < `--config` < flags.
+/// Options of `sgmcmc mnist`. A run's settings resolve as preset < `--config` < flags; it
+/// writes into `--out`, by default `runs/mnist-PRESET-SAMPLER`.
 #[derive(Debug, Args)]
 pub struct MnistArgs {
     /// Sampler name, or `all` for the comparison set; `--list` prints them [default: the
@@ -88,9 +88,6 @@ pub struct MnistArgs {
     /// the config file's, else cpu].
     #[arg(long)]
     pub preset: Option<String>,
-    /// TOML config file (the fields of a run's `config.toml`); flags override it.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
     /// Chains (ICSGLD's P; independent chains otherwise). Default: 4 for icsgld, else 1.
     #[arg(long)]
     pub chains: Option<usize>,
@@ -123,28 +120,6 @@ pub struct MnistArgs {
     /// Stop after this many epochs (a checkpoint is written; continue with `--resume`).
     #[arg(long)]
     pub stop_after: Option<usize>,
-    /// Run seed [default: the config file's, else 1].
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Data directory holding `mnist/` (and optionally `fashion-mnist/`); default
-    /// `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
-    /// Run directory (default `runs/mnist-PRESET-SAMPLER`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
-    /// Replacing an earlier run in `--out`.
-    #[command(flatten)]
-    pub force: Force,
-    /// Continue the checkpointed run in this directory.
-    #[arg(long)]
-    pub resume: Option<PathBuf>,
-    /// Save the averaged networks and their log weights in `OUT/samples` for `sgmcmc predict`.
-    #[arg(long)]
-    pub save_samples: bool,
     /// Overlay finished runs (their directories) into `--out`.
     #[arg(long, num_args = 1..)]
     pub compare: Vec<PathBuf>,
@@ -154,13 +129,9 @@ pub struct MnistArgs {
     /// Print the samplers and presets and exit.
     #[arg(long)]
     pub list: bool,
-    /// No progress bars.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 2
-    /// sgmcmc mnist --sampler icsgld --chains 4 --distributed`. Rank 0 writes the run folder.
-    #[arg(long)]
-    pub distributed: bool,
+    /// Where and how the run runs.
+    #[command(flatten)]
+    pub run: RunFlags,
 }
 
 /// What one run writes into its folder (the checkpoint, or a distributed run's manifest, the
@@ -181,10 +152,6 @@ pub const FILES: &[&str] = &[
     sgmcmc_engine::experiment::MODEL_FILE,
     sgmcmc_engine::experiment::SAMPLES_DIR,
 ];
-
-fn data_dir(a: &MnistArgs) -> PathBuf {
-    sgmcmc_data::data_root(a.data_dir.as_deref())
-}
 
 /// The preset `a` starts from: `--preset`, else the config file's, else `cpu`.
 fn preset_of<'a>(a: &'a MnistArgs, file: Option<&'a ConfigFile>) -> &'a str {
@@ -216,16 +183,39 @@ pub fn config_of(
         c = f.over(&c)?;
         c.sampler = sampler.to_string();
     }
-    flags_over!(c, a; seed, chains, epochs, batch, zeta, temperature, eval_every, checkpoint_every);
+    flags_over!(c, a.run; seed);
+    flags_over!(c, a; chains, epochs, batch, zeta, temperature, eval_every, checkpoint_every);
     if let Some(v) = a.train_per_class {
         c.train_per_class = (v > 0).then_some(v);
     }
     if let Some(v) = a.bma_weights {
         c.weights = v.rule();
     }
-    c.save_samples |= a.save_samples;
+    c.save_samples |= a.run.save_samples;
     c.validate()?;
     Ok(c)
+}
+
+/// The settings and folder of the one sampler `a` names (`--distributed` runs one sampler's
+/// chains over the ranks).
+fn one_run(a: &MnistArgs) -> Result<(MnistConfig, PathBuf), AppError> {
+    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
+    let samplers = samplers_of(a, file.as_ref());
+    let [sampler] = samplers.as_slice() else {
+        return Err(AppError::Usage(
+            "--distributed runs one sampler's chains over the ranks; `--sampler all` runs in one \
+             process"
+                .into(),
+        ));
+    };
+    let config = config_of(a, file.as_ref(), sampler)?;
+    let preset = preset_of(a, file.as_ref());
+    let dir = a
+        .run
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{preset}-{sampler}")));
+    Ok((config, dir))
 }
 
 /// `sgmcmc mnist` in the experiment skeleton ([`sgmcmc_engine::experiment`]; its filling is in
@@ -241,7 +231,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         println!("presets: paper (thesis protocol), cpu (scaled; see `config.toml` of a run)");
         return Ok(());
     }
-    if a.distributed && (!a.compare.is_empty() || a.trajectory) {
+    if a.run.distributed && (!a.compare.is_empty() || a.trajectory) {
         return Err(AppError::Usage(
             "--distributed spreads one run's chains over ranks; --compare and --trajectory run \
              in one process"
@@ -250,19 +240,21 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     }
     if !a.compare.is_empty() {
         let out = a
+            .run
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from("runs/mnist-compare"));
-        let out = fresh_run_dir(&out, a.force.force, compare::FILES)?;
+        let out = fresh_run_dir(&out, a.run.force.force, compare::FILES)?;
         return compare::compare(&a.compare, &out);
     }
     if a.trajectory {
         let preset = preset_of(a, None);
         let out = a
+            .run
             .out
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{preset}")));
-        let device = a.device.tensor_device("mnist")?.autodiff();
+        let device = a.run.device.tensor_device("mnist")?.autodiff();
         let mut s = trajectory::TrajectorySettings::default();
         if let Some(e) = a.epochs {
             s.epochs = e;
@@ -270,8 +262,8 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         if let Some(n) = a.train_per_class {
             s.per_class = n.max(1);
         }
-        let out = fresh_run_dir(&out, a.force.force, trajectory::FILES)?;
-        return trajectory::trajectory(&data_dir(a), preset, &s, &out, &device);
+        let out = fresh_run_dir(&out, a.run.force.force, trajectory::FILES)?;
+        return trajectory::trajectory(&a.run.data_root(), preset, &s, &out, &device);
     }
     if a.stop_after == Some(0) {
         return Err(AppError::Usage(
@@ -282,14 +274,13 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     let stop = Stop {
         after_epochs: a.stop_after,
     };
-    if let Some(dir) = &a.resume {
-        let ranks = crate::distributed::ranks_of(a.distributed)?;
-        return sgmcmc_engine::experiment::resume::<Mnist>(&ranks, dir, stop, a.quiet);
+    if let Some(done) = a.run.resume::<Mnist>(stop) {
+        return done;
     }
-    if a.distributed {
-        return distributed::run(a, stop);
+    if a.run.distributed {
+        return a.run.over_ranks::<Mnist>(FILES, || one_run(a), stop);
     }
-    let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
+    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
     let samplers = samplers_of(a, file.as_ref());
     if file.is_some() && samplers.len() > 1 {
         return Err(AppError::Usage(
@@ -304,32 +295,41 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     // Every folder is checked before the first run starts: the comparison's (holding the runs'
     // folders under `--out`) first, then each run's.
     let joint = (samplers.len() > 1).then(|| {
-        a.out
+        a.run
+            .out
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{preset}")))
     });
     if let Some(out) = &joint {
         let own: Vec<&str> = compare::FILES.iter().chain(STORY).copied().collect();
-        fresh_run_dir(out, a.force.force, &own)?;
+        fresh_run_dir(out, a.run.force.force, &own)?;
     }
     let dirs = samplers
         .iter()
         .map(|s| {
-            let dir = match (&a.out, samplers.len()) {
+            let dir = match (&a.run.out, samplers.len()) {
                 (Some(o), 1) => o.clone(),
                 (Some(o), _) => o.join(s),
                 (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{s}")),
             };
-            fresh_run_dir(&dir, a.force.force, &with_parts(FILES))
+            fresh_run_dir(&dir, a.run.force.force, &with_parts(FILES))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut data: Option<MnistData> = None;
     for (config, dir) in configs.iter().zip(&dirs) {
         let d = match &data {
             Some(d) => d,
-            None => data.insert(MnistData::load(&data_dir(a), config)?),
+            None => data.insert(MnistData::load(&a.run.data_root(), config)?),
         };
-        sgmcmc_engine::experiment::execute::<Mnist>(config, d, dir, a.device, None, stop, a.quiet)?;
+        sgmcmc_engine::experiment::execute::<Mnist>(
+            config,
+            d,
+            dir,
+            a.run.device,
+            None,
+            stop,
+            a.run.quiet,
+        )?;
     }
     if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {
         compare::compare(&dirs, &out)?;

@@ -19,17 +19,17 @@
 use std::path::Path;
 use std::time::Instant;
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
 use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{DataRecord, NetExperiment, RunMeta, Schedule, Session, drive};
+use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use sgmcmc_engine::{
-    BatchSource, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
+    BatchSource as _, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
 };
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
@@ -122,26 +122,6 @@ pub fn build(
     device: &Device,
 ) -> Result<MnistSampler, AppError> {
     <Mnist as NetExperiment>::build_on(config, data, device, &Ranks::local())
-}
-
-/// The training batches: epoch `e` visits the training images in the order
-/// `epoch_order(N, seed, e)`, through the data crate's burn dataset and batcher.
-pub fn batches(
-    config: &MnistConfig,
-    data: &MnistData,
-    device: &Device,
-) -> Result<impl BatchSource<Batch = Batch<Tensor<4>>> + use<>, AppError> {
-    let source = DatasetBatches::new(
-        data.train.clone(),
-        ImageBatcher {
-            mean: MNIST_MEAN,
-            std: MNIST_STD,
-        },
-        config.batch,
-        config.seed,
-        device,
-    )?;
-    Ok(source.map(Batch::from))
 }
 
 /// The network of a run.
@@ -311,20 +291,8 @@ impl NetExperiment for Mnist {
     type Record = Record;
     type Stop = Stop;
 
-    fn sampler_name(config: &MnistConfig) -> &str {
-        &config.sampler
-    }
-
-    fn chains(config: &MnistConfig) -> usize {
-        config.chains
-    }
-
     fn load(root: &Path, config: &MnistConfig) -> Result<MnistData, AppError> {
         MnistData::load(root, config)
-    }
-
-    fn source(data: &MnistData) -> &DataRecord {
-        &data.source
     }
 
     fn build_on(
@@ -388,7 +356,15 @@ impl NetExperiment for Mnist {
                 .save_samples
                 .then(|| saved_model(config, data).describe::<Mnist>()),
         };
-        let mut batches = batches(config, data, device)?;
+        // Epoch `e` visits the training images in the order `epoch_order(N, seed, e)`, through
+        // the data crate's burn dataset and batcher.
+        let norm = ImageBatcher {
+            mean: MNIST_MEAN,
+            std: MNIST_STD,
+        };
+        let source =
+            DatasetBatches::new(data.train.clone(), norm, config.batch, config.seed, device)?;
+        let mut batches = source.map(Batch::from);
         let trace = drive(
             session,
             schedule,

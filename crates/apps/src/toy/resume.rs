@@ -79,22 +79,21 @@ pub fn report_or_stop(
     report_toy(cfg, outcome, out, ranks)
 }
 
-/// Runs this rank's part of `cfg`; rank 0 reports. A failure on any rank ends the job.
-pub fn finish_distributed(
+/// Runs this rank's part of `cfg` (the whole run in one process); rank 0 reports. Over ranks a
+/// failure on any rank ends the job.
+pub fn finish(
     ranks: &Ranks,
     cfg: &ToyConfig,
     out: &Path,
     show_progress: bool,
     persist: Option<Persist>,
 ) -> Result<(), AppError> {
-    let outcome = run_toy_on(cfg, show_progress, Some(ranks), persist)
-        .unwrap_or_else(|e| ranks.fail(&e, None));
-    if let Some(o) = outcome
-        && let Err(e) = report_or_stop(cfg, &o, out, Some(ranks.size()))
-    {
-        ranks.fail(&e, None);
+    let outcome = ranks.check(run_toy_on(cfg, show_progress, ranks, persist))?;
+    let on = ranks.is_distributed().then(|| ranks.size());
+    match outcome {
+        Some(o) => ranks.check(report_or_stop(cfg, &o, out, on)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `sgmcmc toy --resume DIR [--distributed] [--stop-after N]`.
@@ -111,11 +110,5 @@ pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
         meta: encode(meta.checkpoint_every, &meta.config)?,
         resume: Some(resume),
     };
-    if a.distributed {
-        return finish_distributed(&ranks, &meta.config, dir, !a.quiet, Some(persist));
-    }
-    match run_toy_on(&meta.config, !a.quiet, None, Some(persist))? {
-        Some(o) => report_or_stop(&meta.config, &o, dir, None),
-        None => Ok(()),
-    }
+    finish(&ranks, &meta.config, dir, !a.quiet, Some(persist))
 }

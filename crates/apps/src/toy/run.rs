@@ -17,7 +17,7 @@ use sgmcmc_samplers::sampler::{ContourConfig, ReplicaSummary, Sampler, StepRepor
 use sgmcmc_testfunctions::{self as toy, NoiseModel, ToyTarget};
 
 use super::config::{Init, ToyConfig};
-use crate::distributed::{Ranks, Resume, diverged_chain};
+use crate::distributed::{Ranks, Resume};
 use crate::error::AppError;
 use crate::progress;
 
@@ -116,11 +116,11 @@ pub fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, AppE
 
 /// Runs `cfg` and collects its samples. `show_progress` draws a progress bar.
 pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppError> {
-    let out = run_toy_on(cfg, show_progress, None, None)?;
+    let out = run_toy_on(cfg, show_progress, &Ranks::local(), None)?;
     out.ok_or_else(|| AppError::Run("a one-process run has no outcome".into()))
 }
 
-/// Runs this rank's chains of `cfg` (all of them without `ranks`); the outcome, gathered from
+/// Runs this rank's chains of `cfg` (all of them in one process); the outcome, gathered from
 /// every rank, on rank 0 (`None` on the others). Rank `r` steps a contiguous block of chains
 /// with the random streams they have in one process, so the outcome is the one-process run's.
 /// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
@@ -147,14 +147,11 @@ pub fn check(cfg: &ToyConfig) -> Result<(), AppError> {
 pub fn run_toy_on(
     cfg: &ToyConfig,
     show_progress: bool,
-    ranks: Option<&Ranks>,
+    ranks: &Ranks,
     persist: Option<Persist>,
 ) -> Result<Option<ToyOutcome>, AppError> {
     let (target, starts, spec) = prepare(cfg)?;
-    let placement = match ranks {
-        Some(r) => r.placement(cfg.chains)?,
-        None => Placement::local(cfg.chains),
-    };
+    let placement = ranks.placement(cfg.chains)?;
     let here = placement.here();
     let mine = &starts[here.clone()];
     let rank = placement.rank();
@@ -199,7 +196,7 @@ struct Job<'a> {
     target: ToyTarget,
     show_progress: bool,
     placement: Placement,
-    ranks: Option<&'a Ranks>,
+    ranks: &'a Ranks,
     persist: Option<Persist>,
 }
 
@@ -236,19 +233,18 @@ where
     let mut collector = Collector::new(cfg, &target, outputs, coupling);
     // Distributed and checkpointed runs record their samples and fold them at the end (in the
     // order of a one-process run): the record travels to rank 0 and into checkpoints.
-    if ranks.is_some() || persist.is_some() {
+    let distributed = ranks.is_distributed();
+    if distributed || persist.is_some() {
         collector.record = Some(Record::default());
-        collector.plain_energies = ranks.is_some() && matches!(sampler, AnySampler::Sgmcmc(_));
+        collector.plain_energies = distributed && matches!(sampler, AnySampler::Sgmcmc(_));
     }
-    let comm = ranks.map(|r| std::sync::Arc::clone(r.comm()));
-    let leader = ranks.is_none_or(|r| r.rank() == 0);
     let bar = progress::bar(
         cfg.iters,
         &cfg.sampler.name,
-        leader && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
+        ranks.is_leader() && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
     let mut progress = progress::report(bar.clone(), 200);
-    let mut clock = ranks.map_or_else(Default::default, Ranks::clock);
+    let mut clock = ranks.clock();
     let mut run = Run::steps(cfg.iters)
         .burn_in(cfg.burn_in())
         .thin(cfg.thin)
@@ -256,11 +252,8 @@ where
         .observe(&mut progress)
         .observe(&mut clock);
     if let Some(p) = persist {
-        let mut c = Checkpoints::new(p.path, p.every).with_meta(p.meta);
-        if let Some(comm) = comm {
-            c = c.over_ranks(comm);
-        }
-        run = run.checkpoints(c);
+        run =
+            run.checkpoints(ranks.checkpoints(Checkpoints::new(p.path, p.every).with_meta(p.meta)));
         if let Some(n) = p.stop_after {
             run = run.stop_after(n);
         }
@@ -268,27 +261,16 @@ where
             run = r.apply(run);
         }
     }
-    let report = match (run.run(&mut sampler, &mut Repeat(())), ranks) {
-        (Ok(r), _) => r,
-        (Err(e), Some(r)) => {
-            let chain = diverged_chain(&e);
-            r.fail(&e, chain.map(|c| (c, &layout)))
-        }
-        (Err(e), None) => return Err(e.into()),
-    };
+    let report = ranks.settle(run.run(&mut sampler, &mut Repeat(())), &layout)?;
     bar.finish_and_clear();
-    if report.stopped && ranks.is_some_and(|r| r.rank() != 0) {
+    if report.stopped && !ranks.is_leader() {
         return Ok(None);
     }
     if let Some(record) = collector.record.take()
         && !report.stopped
     {
-        let records = match ranks {
-            Some(r) => match r.gather(record).unwrap_or_else(|e| r.fail(&e, None)) {
-                Some(all) => all,
-                None => return Ok(None),
-            },
-            None => vec![record],
+        let Some(records) = ranks.check(ranks.gather(record))? else {
+            return Ok(None);
         };
         collector.replay(&records);
     }

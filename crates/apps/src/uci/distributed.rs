@@ -3,13 +3,7 @@
 //! its settings to the others, which read the data it recorded and check its digest; rank 0
 //! alone writes `config.toml`, the seeds' `result.json` and the tables.
 
-use burn::tensor::Device;
-use sgmcmc_data::UciDataset;
-use sgmcmc_engine::DeviceChoice;
-
-use super::protocol::UciResult;
-use super::{Job, UciArgs, prepare, recorded_data, run_job, single};
-use crate::distributed::Ranks;
+use super::{UciArgs, prepare, recorded_data, single};
 use crate::error::AppError;
 
 /// Runs what `a` asks for over the ranks of this MPI job.
@@ -36,26 +30,4 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
         None => ranks.agree(recorded_data(&config, &path))?,
     };
     single(&ranks, &config, data, 1, &out, resume)
-}
-
-/// Runs `jobs` one after another, each over every rank, on one compute thread per rank;
-/// rank 0's results in job order (none elsewhere). A failure on any rank ends the job.
-pub fn run_jobs(
-    ranks: &Ranks,
-    device: DeviceChoice,
-    jobs: &[Job],
-    data: &UciDataset,
-) -> Result<Vec<UciResult>, AppError> {
-    let device: Device = device.tensor_device("uci")?.autodiff();
-    let pb = crate::progress::bar(jobs.len() as u64, "uci runs", ranks.is_leader());
-    let results = sgmcmc_engine::jobs::with_threads(1, || {
-        let mut results = Vec::new();
-        for job in jobs {
-            results.extend(ranks.check(run_job(job, data, &device, ranks))?);
-            pb.inc(1);
-        }
-        Ok::<_, AppError>(results)
-    })??;
-    pb.finish_and_clear();
-    Ok(results)
 }

@@ -26,7 +26,7 @@ use sgmcmc_samplers::registry::{Family, SamplerSettings};
 
 use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
 use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{DataDigest, DataRecord};
+use sgmcmc_engine::experiment::{DataDigest, DataRecord, run_series, with_result_file};
 
 use crate::distributed::Ranks;
 use crate::error::AppError;
@@ -354,50 +354,41 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     Ok(run)
 }
 
-/// Runs every job on `jobs` threads, each computing on one thread of its own
-/// ([`sgmcmc_engine::jobs::side_by_side`]); results in job order. A job with files writes its
-/// `result.json`.
+/// Runs `jobs` on `data` ([`run_series`]: `workers` side by side in one process, one after
+/// another over the ranks of a distributed run); rank 0's results in job order. A job with
+/// files writes its `result.json`, and a continued folder's finished jobs are read back.
+///
+/// In one process a failed run (e.g. a diverged chain) is recorded with NaN metrics and its
+/// reason, so one failure does not lose the grid; input errors still stop everything.
 fn run_jobs(
+    ranks: &Ranks,
     device: DeviceChoice,
-    threads: usize,
+    workers: usize,
     jobs: &[Job],
     datasets: &[(String, UciDataset)],
 ) -> Result<Vec<UciResult>, AppError> {
     let device = device.tensor_device("uci")?.autodiff();
-    let pb = crate::progress::bar(jobs.len() as u64, "uci runs", true);
-    let results = sgmcmc_engine::jobs::side_by_side(jobs, threads, |job| {
-        let data = &datasets
-            .iter()
-            .find(|d| d.0 == job.dataset)
-            .expect("loaded")
-            .1;
-        let r = run_job(job, data, &device, &Ranks::local())
-            .and_then(|r| r.ok_or_else(|| AppError::Run("a one-process run has no result".into())));
-        pb.inc(1);
-        r
-    });
+    let pb = crate::progress::bar(jobs.len() as u64, "uci runs", ranks.is_leader());
+    let results = run_series(
+        ranks,
+        jobs,
+        workers,
+        || pb.inc(1),
+        |job, ranks| {
+            let data = &datasets
+                .iter()
+                .find(|d| d.0 == job.dataset)
+                .expect("loaded")
+                .1;
+            run_job(job, data, &device, ranks)
+        },
+    )?;
     pb.finish_and_clear();
-    // A failed run (e.g. a diverged chain) is recorded with NaN metrics and its reason, so one
-    // failure does not lose the grid; input errors still stop everything.
     results
         .into_iter()
         .map(|r| match r {
-            Some(Ok(r)) => Ok(r),
-            Some(Err(AppError::Run(why))) => Ok(UciResult {
-                rmse: f64::NAN,
-                nll: f64::NAN,
-                steps: 0,
-                wall_seconds: 0.0,
-                error: Some(why),
-                noise_sd: None,
-                contour: None,
-                predictions: Vec::new(),
-                diagnostics: None,
-                trace: None,
-                settings: None,
-            }),
-            Some(Err(e)) => Err(e),
-            None => Err(AppError::Run("a run did not finish".into())),
+            Err(AppError::Run(why)) => Ok(UciResult::failed(why)),
+            r => r,
         })
         .collect()
 }
@@ -411,33 +402,22 @@ fn run_job(
     ranks: &Ranks,
 ) -> Result<Option<UciResult>, AppError> {
     let done = job.files.as_ref().map(|f| f.dir.join("result.json"));
-    let finished = done.as_ref().is_some_and(|p| p.exists());
-    if ranks.broadcast(finished)? {
-        let Some(path) = done.filter(|_| ranks.is_leader()) else {
-            return Ok(None);
-        };
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| AppError::Input(format!("cannot read {}: {e}", path.display())))?;
-        let r: UciResult = serde_json::from_str(&text)
-            .map_err(|e| AppError::Input(format!("{}: {e}", path.display())))?;
-        // A result of an older sgmcmc records no settings and is read back as it is.
-        if let Some(s) = r.settings.as_ref().filter(|s| **s != job.run) {
-            return Err(protocol::changed_settings(&path, Some(s), &job.run));
+    // A result of an older sgmcmc records no settings and is read back as it is.
+    let check = |r: &UciResult, path: &Path| match r.settings.as_ref() {
+        Some(s) if *s != job.run => Err(protocol::changed_settings(path, Some(s), &job.run)),
+        _ => Ok(()),
+    };
+    with_result_file(ranks, done.as_deref(), check, || {
+        let split = data.split((job.run.seed as usize) % data.splits.len())?;
+        if let Some(f) = &job.files {
+            output::run_dir(&f.dir)?;
         }
-        return Ok(Some(r));
-    }
-    let split = data.split((job.run.seed as usize) % data.splits.len())?;
-    if let Some(f) = &job.files {
-        output::run_dir(&f.dir)?;
-    }
-    let r = run_split_on(&job.run, &split, device, job.files.as_ref(), ranks)?.map(|r| UciResult {
-        settings: Some(job.run.clone()),
-        ..r
-    });
-    if let (Some(path), Some(r)) = (done, &r) {
-        output::write_json(&path, r)?;
-    }
-    Ok(r)
+        let r = run_split_on(&job.run, &split, device, job.files.as_ref(), ranks)?;
+        Ok(r.map(|r| UciResult {
+            settings: Some(job.run.clone()),
+            ..r
+        }))
+    })
 }
 
 /// `sgmcmc uci`.
@@ -673,11 +653,7 @@ fn single(
         })
         .collect();
     let start = std::time::Instant::now();
-    let results = if ranks.is_distributed() {
-        distributed::run_jobs(ranks, config.device, &jobs, &datasets[0].1)?
-    } else {
-        run_jobs(config.device, threads, &jobs, &datasets)?
-    };
+    let results = run_jobs(ranks, config.device, threads, &jobs, &datasets)?;
     ranks.on_leader(|| {
         // Each seed's draws as an ArviZ store in its folder.
         for (seed, r) in results.iter().enumerate() {
@@ -746,7 +722,7 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         }
     }
     let start = std::time::Instant::now();
-    let results = run_jobs(a.device, a.jobs, &jobs, &datasets)?;
+    let results = run_jobs(&Ranks::local(), a.device, a.jobs, &jobs, &datasets)?;
     let mut cells = Vec::new();
     for (c, chunk) in results.chunks(a.seeds as usize).enumerate() {
         let job = &jobs[c * a.seeds as usize];

@@ -255,6 +255,25 @@ pub struct UciResult {
     pub settings: Option<UciRun>,
 }
 
+impl UciResult {
+    /// A run that failed for `why`: NaN metrics, its reason recorded.
+    pub fn failed(why: String) -> Self {
+        Self {
+            rmse: f64::NAN,
+            nll: f64::NAN,
+            steps: 0,
+            wall_seconds: 0.0,
+            error: Some(why),
+            noise_sd: None,
+            contour: None,
+            predictions: Vec::new(),
+            diagnostics: None,
+            trace: None,
+            settings: None,
+        }
+    }
+}
+
 /// Where a run keeps its files (checkpoints, saved samples).
 #[derive(Clone, Debug, Default)]
 pub struct RunFiles {

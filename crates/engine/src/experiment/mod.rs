@@ -11,7 +11,9 @@
 //! * runs the engine loop the same way for every experiment ([`drive`]): the divergence guard,
 //!   the experiment's recorders, its progress observer, checkpoints carrying the run's
 //!   [`RunMeta`], the early stop and the resume, `config.toml` written first by rank 0;
-//! * starts a run over the ranks of an MPI job ([`run_distributed`]).
+//! * starts a run over the ranks of an MPI job ([`run_distributed`]);
+//! * runs a series of independent runs, the seeds of one configuration or the cells of a table
+//!   ([`run_series`], each with its result file: [`with_result_file`]).
 //!
 //! Beside it: the run's record ([`RunMeta`]: settings, data digest, device), continuing a
 //! checkpoint on one process or on as many ranks as wrote it ([`Resume`]). The skeleton prints
@@ -19,9 +21,11 @@
 
 mod meta;
 mod resume;
+mod series;
 
 pub use meta::{DataDigest, DataRecord, RunMeta, checkpoint_path};
 pub use resume::{Resume, one_process_error, resume_command, with_parts};
+pub use series::{run_series, with_result_file};
 
 use std::path::{Path, PathBuf};
 
@@ -52,9 +56,9 @@ pub trait NetExperiment: Sized {
     /// Where the experiment's lines and progress go.
     type Console: Console;
     /// The run's settings (its `config.toml`).
-    type Config: Clone + Serialize + DeserializeOwned;
+    type Config: RunSettings;
     /// The data a run reads.
-    type Data;
+    type Data: RunData;
     /// The network of a chain.
     type Network: Module;
     /// The sampler over the run's chains.
@@ -64,14 +68,8 @@ pub trait NetExperiment: Sized {
     /// Where a run stops early (tests of resume, `--stop-after`).
     type Stop: Copy;
 
-    /// The sampler's name in the run's settings.
-    fn sampler_name(config: &Self::Config) -> &str;
-    /// How many chains the settings run.
-    fn chains(config: &Self::Config) -> usize;
     /// Reads the data the settings ask for under the data folder `root`.
     fn load(root: &Path, config: &Self::Config) -> Result<Self::Data, Self::Error>;
-    /// The data folder read and the digest of what was read.
-    fn source(data: &Self::Data) -> &DataRecord;
     /// The sampler of `config` over this rank's block of the chains laid out over `ranks`, on
     /// the autodiff `device`.
     fn build_on(
@@ -100,6 +98,20 @@ pub trait NetExperiment: Sized {
         record: &Self::Record,
         over: &str,
     ) -> Result<(), Self::Error>;
+}
+
+/// The settings of a network experiment's run (its `config.toml`), as the skeleton reads them.
+pub trait RunSettings: Clone + Serialize + DeserializeOwned {
+    /// The sampler's name.
+    fn sampler(&self) -> &str;
+    /// How many chains they run.
+    fn chains(&self) -> usize;
+}
+
+/// The data of a network experiment's run.
+pub trait RunData {
+    /// The data folder read and the digest of what was read.
+    fn source(&self) -> &DataRecord;
 }
 
 /// Where an experiment's lines for the user and its progress go: the skeleton prints nothing.
@@ -177,7 +189,7 @@ pub fn execute<E: NetExperiment>(
     let session = Session::<E> {
         meta: RunMeta {
             config: config.clone(),
-            data: E::source(data).clone(),
+            data: data.source().clone(),
             device,
         },
         ranks: &ranks,
@@ -206,7 +218,7 @@ pub fn execute_on<E: NetExperiment>(
             let command = resume_command(E::COMMAND, dir, on);
             E::Console::say(&format!(
                 "{}: stopped {done}; continue with `{command}`",
-                E::sampler_name(&config)
+                config.sampler()
             ));
             return Ok(());
         }
@@ -231,7 +243,7 @@ pub fn read_checkpoint_on<E: NetExperiment>(
         (&path, dir),
         ranks,
         (E::COMMAND, E::NOT_OURS),
-        |m: &RunMeta<E::Config>| E::chains(&m.config),
+        |m: &RunMeta<E::Config>| m.config.chains(),
         &E::Console::warn,
     )
 }
@@ -254,7 +266,7 @@ pub fn resume<E: NetExperiment>(
 ) -> Result<(), E::Error> {
     let (meta, r) = read_checkpoint_on::<E>(dir, ranks)?;
     let data = ranks.agree(E::load(&meta.data.dir, &meta.config).and_then(|d| {
-        meta.data.check(E::source(&d))?;
+        meta.data.check(d.source())?;
         Ok(d)
     }))?;
     let session = Session::<E> {
@@ -314,7 +326,7 @@ pub fn run_distributed<E: NetExperiment>(
     let session = Session::<E> {
         meta: RunMeta {
             config,
-            data: E::source(&data).clone(),
+            data: data.source().clone(),
             device: launch.device,
         },
         ranks,
@@ -345,7 +357,7 @@ where
     B: BatchSource<Batch = <E::Sampler as Sampler>::Batch>,
 {
     let (ranks, config) = (session.ranks, &session.meta.config);
-    let name = E::sampler_name(config);
+    let name = config.sampler();
     let show = session.show_progress && ranks.is_leader();
     let mut progress = E::Console::progress(schedule.total, name, show, schedule.progress_updates);
     let meta = crate::observer::encode(&session.meta)?;
@@ -388,7 +400,7 @@ where
     if ranks.is_leader() {
         crate::fs::write_toml(&session.dir.join("config.toml"), config)?;
     }
-    let layout = ChainLayout::even(E::chains(config), ranks.size()).map_err(RunError::from)?;
+    let layout = ChainLayout::even(config.chains(), ranks.size()).map_err(RunError::from)?;
     ranks.settle(run.run(sampler, batches), &layout)?;
     drop(progress);
     Ok(trace.gather(ranks)?)
