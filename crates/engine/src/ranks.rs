@@ -13,22 +13,22 @@
 //! * [`Ranks::on_leader`], [`Ranks::gather`], [`Ranks::gather_chains`], [`Ranks::broadcast`]:
 //!   rank 0's work and the collection of every rank's part (CBOR, bit-exact floats).
 //!
-//! A rank that fails prints one line naming itself and the step ([`Ranks::clock`]) and ends
+//! A rank that fails prints one line naming itself and the step (a [`crate::Run`] over the ranks,
+//! [`crate::Run::over`], records it) and ends
 //! the whole job ([`Communicator::abort`], `MPI_Abort`), so no rank waits forever in a
 //! collective. A one-process run is the run over [`Ranks::local`]: the same code path, and
 //! every gather a move without encoding.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::SamplerError;
 use sgmcmc_samplers::comm::{ChainLayout, Communicator, Local, Placement};
-use sgmcmc_samplers::sampler::Sampler;
 
 use crate::checkpoint::Checkpoints;
 use crate::error::RunError;
-use crate::observer::{Observer, Progress};
 
 /// An error a rank can end the job with: printable, with a process exit code, and able to
 /// carry the run's own errors.
@@ -139,16 +139,16 @@ impl Ranks {
 
     /// `result` in one process; over several ranks an error ends the job from this rank
     /// ([`Ranks::fail`]; a divergence every rank saw is reported by the rank that steps the
-    /// chain, `layout` says which).
+    /// chain, of this rank's chains `local`).
     pub fn settle<T>(
         &self,
         result: Result<T, RunError>,
-        layout: &ChainLayout,
+        local: &Range<usize>,
     ) -> Result<T, RunError> {
         match result {
             Err(e) if self.is_distributed() => {
-                let chain = diverged_chain(&e);
-                self.fail(&e, chain.map(|c| (c, layout)))
+                let owner = diverged_chain(&e).map(|c| local.contains(&c));
+                self.fail(&e, owner)
             }
             r => r,
         }
@@ -187,9 +187,9 @@ impl Ranks {
         }
     }
 
-    /// An observer that records the step this rank is at (for [`Ranks::fail`]).
-    pub fn clock(&self) -> StepClock {
-        StepClock(Arc::clone(&self.step))
+    /// Records that this rank is about to take step `k` (the step [`Ranks::fail`] names).
+    pub(crate) fn note_step(&self, k: u64) {
+        self.step.store(k, Ordering::Relaxed);
     }
 
     /// Ends the job after `error` on this rank: one line naming the rank and the step, then
@@ -199,11 +199,10 @@ impl Ranks {
     ///
     /// This line on standard error is the one thing the library prints: the process ends
     /// right after it, with no caller left to print it.
-    pub fn fail<E: JobError>(&self, error: &E, diverged: Option<(usize, &ChainLayout)>) -> ! {
+    /// `owns_diverged`: for a divergence, whether this rank steps the chain that diverged.
+    pub fn fail<E: JobError>(&self, error: &E, owns_diverged: Option<bool>) -> ! {
         let rank = self.rank();
-        if let Some((chain, layout)) = diverged
-            && layout.owner(chain) != rank
-        {
+        if owns_diverged == Some(false) {
             // The owner aborts the job; a barrier it never reaches holds this rank until then.
             let _ = self.comm.barrier();
             self.comm.abort(error.exit_code());
@@ -295,16 +294,5 @@ pub fn diverged_chain(error: &RunError) -> Option<usize> {
         RunError::Sampler(SamplerError::Diverged { chain, .. }) => Some(*chain),
         RunError::Diverged { chain, .. } => Some(*chain),
         _ => None,
-    }
-}
-
-/// Records the step a rank is about to take.
-#[derive(Default)]
-pub struct StepClock(Arc<AtomicU64>);
-
-impl<S: Sampler> Observer<S> for StepClock {
-    fn before_step(&mut self, at: &Progress, _: &S) -> Result<(), RunError> {
-        self.0.store(at.step, Ordering::Relaxed);
-        Ok(())
     }
 }

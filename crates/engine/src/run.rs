@@ -25,6 +25,7 @@ use crate::checkpoint::{Checkpoint, Checkpoints, VERSION};
 use crate::checkpoint_parts::write_part;
 use crate::error::RunError;
 use crate::observer::{Kept, Observer, Points, Progress};
+use crate::ranks::Ranks;
 
 /// A run's stop condition ([`Run::stop_when`]).
 type StopCondition<'a> = Box<dyn FnMut(&Progress, &StepReport) -> bool + 'a>;
@@ -110,6 +111,8 @@ pub struct Run<'a, S: Sampler> {
     until: Option<StopCondition<'a>>,
     /// This rank's part of the last checkpoint of a distributed run (deleted after the next).
     last_part: Option<PathBuf>,
+    /// The ranks the run spans ([`Run::over`]).
+    ranks: Option<&'a Ranks>,
 }
 
 impl<'a, S: Sampler> Run<'a, S> {
@@ -127,6 +130,7 @@ impl<'a, S: Sampler> Run<'a, S> {
             stop_after: None,
             until: None,
             last_part: None,
+            ranks: None,
         }
     }
 
@@ -223,9 +227,31 @@ impl<'a, S: Sampler> Run<'a, S> {
         self
     }
 
+    /// Runs on this rank of `ranks` ([`Ranks::local`]: one process, as without it): the
+    /// checkpoints are this rank's part and a manifest when the run spans several
+    /// ([`Ranks::checkpoints`]), a failing rank's line names the step it was at, and over
+    /// several ranks an error ends the job from the rank that saw it, a divergence every rank
+    /// saw alike from the rank that steps the chain ([`Ranks::settle`]).
+    pub fn over(mut self, ranks: &'a Ranks) -> Self {
+        self.ranks = Some(ranks);
+        self
+    }
+
     /// Runs the sampler to the end (or to [`Run::stop_after`], or to the step that meets
     /// [`Run::stop_when`]).
     pub fn run<B>(mut self, sampler: &mut S, batches: &mut B) -> Result<RunReport, RunError>
+    where
+        B: BatchSource<Batch = S::Batch>,
+    {
+        let Some(ranks) = self.ranks else {
+            return self.drive(sampler, batches);
+        };
+        self.checkpoints = self.checkpoints.take().map(|c| ranks.checkpoints(c));
+        let local = sampler.local_chains();
+        ranks.settle(self.drive(sampler, batches), &local)
+    }
+
+    fn drive<B>(mut self, sampler: &mut S, batches: &mut B) -> Result<RunReport, RunError>
     where
         B: BatchSource<Batch = S::Batch>,
     {
@@ -260,6 +286,9 @@ impl<'a, S: Sampler> Run<'a, S> {
             };
             let batch = batches.batch(epoch, index)?;
             at.step = k;
+            if let Some(r) = self.ranks {
+                r.note_step(k);
+            }
             for o in &mut self.observers {
                 o.before_step(&at, sampler)?;
             }

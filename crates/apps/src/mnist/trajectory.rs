@@ -2,23 +2,24 @@
 //!
 //! On the 2-class task (digits 0 and 1) each sampler runs twice (seeds 1 and 2) from the same
 //! initialisation and its network is flattened every few steps. For one sampler, the
-//! snapshots `x_1..x_K` of both runs are centred at their mean `m` and the top two right
-//! singular vectors `u_1, u_2` of the centred matrix span the picture's plane (computed from
-//! the `K x K` Gram matrix: `u_i = X^T v_i / sigma_i`). Each path is drawn at its coordinates
-//! `((x_k - m) . u_1, (x_k - m) . u_2)` over the training loss evaluated on a grid of that plane,
-//! `L(m + a u_1 + b u_2)`; the components off the plane are truncated. The thesis additionally
+//! snapshots of both runs span the picture's plane ([`PrincipalPlane`]: their mean `m` and top
+//! two principal directions `u_1, u_2`). Each path is drawn at its coordinates in the plane over
+//! the training loss evaluated on a grid of it, `L(m + a u_1 + b u_2)`; the components off the
+//! plane are truncated. The thesis additionally
 //! fine-tunes each grid point before evaluating the loss; we do not (the surface is the plain
 //! loss on the plane, so barriers look higher than after fine-tuning).
 
 use std::path::Path;
 
+use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use sgmcmc_engine::observers::BeforeStep;
 use sgmcmc_engine::{IndexBatches, Progress, Run, RunError};
 use sgmcmc_models::{Cnn, Likelihood, Network, Targets};
 use sgmcmc_plot::Surface;
-use sgmcmc_samplers::checkpoint::{EnsembleState, TensorState};
-use sgmcmc_samplers::ensemble::{module_values, with_module_values};
+use sgmcmc_samplers::checkpoint::EnsembleState;
+use sgmcmc_samplers::diagnostics::PrincipalPlane;
+use sgmcmc_samplers::ensemble::{trainable_values, with_trainable_values};
 use sgmcmc_samplers::sampler::Sampler;
 
 use crate::error::AppError;
@@ -57,59 +58,6 @@ impl Default for TrajectorySettings {
     }
 }
 
-fn flatten(values: &[TensorState]) -> Vec<f64> {
-    values
-        .iter()
-        .flat_map(|t| t.values.iter().map(|v| f64::from(*v)))
-        .collect()
-}
-
-fn unflatten(template: &[TensorState], flat: &[f64]) -> Vec<TensorState> {
-    let mut at = 0;
-    template
-        .iter()
-        .map(|t| {
-            let n = t.values.len();
-            let values = flat[at..at + n].iter().map(|v| *v as f32).collect();
-            at += n;
-            TensorState {
-                dims: t.dims.clone(),
-                values,
-            }
-        })
-        .collect()
-}
-
-/// The top two eigenpairs of a symmetric `k x k` matrix by power iteration with deflation.
-fn top_two(g: &[f64], k: usize) -> [(f64, Vec<f64>); 2] {
-    let mut g = g.to_vec();
-    let mut out: Vec<(f64, Vec<f64>)> = Vec::new();
-    for r in 0..2 {
-        let mut v: Vec<f64> = (0..k).map(|i| 1.0 + ((i + r) % 7) as f64 * 0.1).collect();
-        let mut lambda = 0.0;
-        for _ in 0..2000 {
-            let w: Vec<f64> = (0..k)
-                .map(|i| (0..k).map(|j| g[i * k + j] * v[j]).sum())
-                .collect();
-            let norm = w.iter().map(|x| x * x).sum::<f64>().sqrt();
-            if norm == 0.0 {
-                break;
-            }
-            lambda = norm;
-            v = w.into_iter().map(|x| x / norm).collect();
-        }
-        for i in 0..k {
-            for j in 0..k {
-                g[i * k + j] -= lambda * v[i] * v[j];
-            }
-        }
-        out.push((lambda, v));
-    }
-    let b = out.pop().expect("two");
-    let a = out.pop().expect("two");
-    [a, b]
-}
-
 fn mean_nll(model: &Cnn, x: &Tensor<4>, y: &Tensor<1, Int>) -> Result<f64, AppError> {
     let n = x.dims()[0] as f64;
     let nll = Likelihood::Categorical
@@ -126,7 +74,6 @@ fn panel(
 ) -> Result<Surface, AppError> {
     let mut snaps: Vec<Vec<f64>> = Vec::new();
     let mut runs = Vec::new();
-    let mut template = Vec::new();
     let mut model = None;
     for seed in [1u64, 2] {
         let mut c = MnistConfig {
@@ -172,9 +119,8 @@ fn panel(
         let mut watch = BeforeStep(|at: &Progress, runner: &MnistSampler| {
             if at.step.is_multiple_of(s.every as u64) {
                 let m = runner.ensemble().module(0).expect("one chain");
-                let v = module_values(m).map_err(RunError::from)?;
-                snaps.push(flatten(&v));
-                template = v;
+                let v = trainable_values(m).map_err(RunError::from)?;
+                snaps.push(v.into_iter().map(f64::from).collect());
                 model.get_or_insert_with(|| m.clone());
             }
             Ok(())
@@ -184,38 +130,11 @@ fn panel(
             .run(&mut runner, &mut batches)?;
         runs.push(first..snaps.len());
     }
-    let (k, d) = (snaps.len(), snaps[0].len());
-    let mean: Vec<f64> = (0..d)
-        .map(|j| snaps.iter().map(|x| x[j]).sum::<f64>() / k as f64)
-        .collect();
-    for x in &mut snaps {
-        x.iter_mut().zip(&mean).for_each(|(v, m)| *v -= m);
-    }
-    let gram: Vec<f64> = (0..k * k)
-        .map(|ij| {
-            let (i, j) = (ij / k, ij % k);
-            snaps[i].iter().zip(&snaps[j]).map(|(a, b)| a * b).sum()
-        })
-        .collect();
-    let pairs = top_two(&gram, k);
-    // u_i = X^T v_i / sigma_i; coordinates of snapshot k: sigma_i v_i[k].
-    let dirs: Vec<Vec<f64>> = pairs
-        .iter()
-        .map(|(lambda, v)| {
-            let sigma = lambda.sqrt().max(1e-30);
-            (0..d)
-                .map(|j| (0..k).map(|r| snaps[r][j] * v[r]).sum::<f64>() / sigma)
-                .collect()
-        })
-        .collect();
-    let coord = |r: usize| {
-        let s0 = pairs[0].0.sqrt();
-        let s1 = pairs[1].0.sqrt();
-        (s0 * pairs[0].1[r], s1 * pairs[1].1[r])
-    };
+    let plane =
+        PrincipalPlane::of(snaps).ok_or_else(|| AppError::Run("no snapshot taken".into()))?;
     let paths: Vec<Vec<(f64, f64)>> = runs
         .iter()
-        .map(|r| r.clone().map(coord).collect())
+        .map(|r| plane.coordinates[r.clone()].to_vec())
         .collect();
     let (mut a0, mut a1, mut b0, mut b1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for (a, b) in paths.iter().flatten() {
@@ -234,17 +153,15 @@ fn panel(
         TensorData::new(data.train.labels_of(&idx), [n_loss]),
         &plain,
     );
+    // The snapshot network (with gradients: its trainable parameters are the snapshots').
     let base_model = model.ok_or_else(|| AppError::Run("no snapshot taken".into()))?;
-    let base_model = burn::module::Module::valid(&base_model);
     let mut grid = Vec::new();
     for i in 0..s.grid {
         for j in 0..s.grid {
             let a = a0 + (a1 - a0) * i as f64 / (s.grid - 1) as f64;
             let b = b0 + (b1 - b0) * j as f64 / (s.grid - 1) as f64;
-            let flat: Vec<f64> = (0..d)
-                .map(|t| mean[t] + a * dirs[0][t] + b * dirs[1][t])
-                .collect();
-            let m = with_module_values(base_model.clone(), unflatten(&template, &flat))?;
+            let flat: Vec<f32> = plane.point(a, b).into_iter().map(|v| v as f32).collect();
+            let m = with_trainable_values(base_model.clone(), &flat)?.valid();
             grid.push((a, b, mean_nll(&m, &x, &y)?));
         }
     }
@@ -309,45 +226,4 @@ pub fn trajectory(
         dir.join("trajectory.png").display()
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn top_two_finds_the_leading_eigenpairs() {
-        // Q diag(5, 2, 0.5) Q^T with an orthonormal Q (a rotation in the 0-1 plane).
-        let (c, s) = (0.6, 0.8);
-        let q = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]];
-        let l = [5.0, 2.0, 0.5];
-        let g: Vec<f64> = (0..9)
-            .map(|ij| {
-                let (i, j) = (ij / 3, ij % 3);
-                (0..3).map(|r| q[i][r] * l[r] * q[j][r]).sum()
-            })
-            .collect();
-        let [(l1, v1), (l2, v2)] = top_two(&g, 3);
-        assert!(
-            (l1 - 5.0).abs() < 1e-9 && (l2 - 2.0).abs() < 1e-9,
-            "{l1} {l2}"
-        );
-        let dot = |v: &[f64], r: usize| (0..3).map(|i| v[i] * q[i][r]).sum::<f64>().abs();
-        assert!((dot(&v1, 0) - 1.0).abs() < 1e-9 && (dot(&v2, 1) - 1.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn flatten_and_unflatten_round_trip() {
-        let t = vec![
-            TensorState {
-                dims: vec![2, 2],
-                values: vec![1.0, 2.0, 3.0, 4.0],
-            },
-            TensorState {
-                dims: vec![1],
-                values: vec![5.0],
-            },
-        ];
-        assert_eq!(unflatten(&t, &flatten(&t)), t);
-    }
 }

@@ -218,7 +218,6 @@ where
         SamplerSpec::Contour(c) => Some(c.clone()),
         _ => None,
     };
-    let layout = placement.layout().clone();
     let mut sampler = spec.build_placed(ens, cfg.seed, placement)?;
     let outputs = if sampler.as_replica().is_some() {
         1
@@ -244,16 +243,14 @@ where
         ranks.is_leader() && show_progress && cfg.iters * cfg.chains as u64 > 2_000_000,
     );
     let mut progress = progress::report(bar.clone(), 200);
-    let mut clock = ranks.clock();
     let mut run = Run::steps(cfg.iters)
         .burn_in(cfg.burn_in())
         .thin(cfg.thin)
         .observe(&mut collector)
         .observe(&mut progress)
-        .observe(&mut clock);
+        .over(ranks);
     if let Some(p) = persist {
-        run =
-            run.checkpoints(ranks.checkpoints(Checkpoints::new(p.path, p.every).with_meta(p.meta)));
+        run = run.checkpoints(Checkpoints::new(p.path, p.every).with_meta(p.meta));
         if let Some(n) = p.stop_after {
             run = run.stop_after(n);
         }
@@ -261,7 +258,7 @@ where
             run = r.apply(run);
         }
     }
-    let report = ranks.settle(run.run(&mut sampler, &mut Repeat(())), &layout)?;
+    let report = run.run(&mut sampler, &mut Repeat(()))?;
     bar.finish_and_clear();
     if report.stopped && !ranks.is_leader() {
         return Ok(None);

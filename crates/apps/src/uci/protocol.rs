@@ -546,9 +546,9 @@ where
             r = resume.apply(r);
         }
         let checkpoints = Checkpoints::new(path, f.checkpoint_every).with_meta(meta);
-        r = r.checkpoints(ranks.checkpoints(checkpoints));
+        r = r.checkpoints(checkpoints);
     }
-    let report = ranks.settle(r.run(&mut sampler, &mut batches), &layout)?;
+    let report = r.over(ranks).run(&mut sampler, &mut batches)?;
     // Every rank's draws to rank 0 (a collective every rank reaches before any returns).
     let trace = trace.gather(ranks)?;
     let diagnostics = trace.clone().map(|t| Trace::from(t).summary());

@@ -33,7 +33,6 @@ use burn::module::Module;
 use burn::tensor::Device;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use sgmcmc_samplers::comm::ChainLayout;
 use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::Sampler;
 
@@ -342,9 +341,9 @@ pub fn run_distributed<E: NetExperiment>(
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
 /// experiment's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, its
 /// progress observer ([`Console::progress`]), checkpoints carrying the session's meta,
-/// the early stop and the resume; rank 0 writes the settings to `config.toml` before the first
-/// step. A divergence is reported by the rank that
-/// steps the chain ([`Ranks::settle`]). Returns every rank's trace, joined, on rank 0.
+/// the early stop and the resume, over the session's ranks ([`Run::over`]); rank 0 writes the
+/// settings to `config.toml` before the first step. Returns every rank's trace, joined, on
+/// rank 0.
 pub fn drive<E, B>(
     session: Session<'_, E>,
     schedule: Schedule<E>,
@@ -387,7 +386,8 @@ where
     let mut run = run
         .observe(&mut trace)
         .observe(&mut *progress)
-        .checkpoints(ranks.checkpoints(checkpoints));
+        .checkpoints(checkpoints)
+        .over(ranks);
     if let Some(s) = saver.as_mut() {
         run = run.observe(s);
     }
@@ -400,8 +400,7 @@ where
     if ranks.is_leader() {
         crate::fs::write_toml(&session.dir.join("config.toml"), config)?;
     }
-    let layout = ChainLayout::even(config.chains(), ranks.size()).map_err(RunError::from)?;
-    ranks.settle(run.run(sampler, batches), &layout)?;
+    run.run(sampler, batches)?;
     drop(progress);
     Ok(trace.gather(ranks)?)
 }

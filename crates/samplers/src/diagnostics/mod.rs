@@ -14,13 +14,16 @@
 //! [`rank`] has the rank-normalised forms of Vehtari et al. (2021) that ArviZ and Stan report
 //! today (bulk and folded R-hat, bulk and tail ESS, MCSE), and [`mod@psis`] the Pareto `k-hat` of
 //! importance weights (Vehtari et al. 2024), both equal to ArviZ's on pinned arrays.
-//! [`contour`] summarises what a contour sampler's bins, multiplier and weights did in a run.
+//! [`contour`] summarises what a contour sampler's bins, multiplier and weights did in a run;
+//! [`plane`] finds the plane of weight-space snapshots that a trajectory picture projects on.
 
 pub mod contour;
+pub mod plane;
 pub mod psis;
 pub mod rank;
 
 pub use contour::ContourStats;
+pub use plane::PrincipalPlane;
 pub use psis::{Psis, pareto_k_hat, psis, weighted_k_hat};
 pub use rank::{Convergence, ess_bulk, ess_tail, mcse_mean, mcse_sd, rank_rhat};
 
