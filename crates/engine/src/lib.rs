@@ -18,10 +18,12 @@
 //!   folds the scores on rank 0; [`observers::ClassifierAverage`] and
 //!   [`observers::ModelAverage`] average the kept models.
 //! * [`Ranks`]: chains over the processes of `mpirun` (feature `mpi`), or one process, with
-//!   the cross-rank agreement, gathering and failure rules.
+//!   the cross-rank agreement, gathering and failure rules; [`Run::over`] runs the loop over
+//!   them.
 //! * [`experiment`]: the skeleton of a network experiment on one process or over the ranks
 //!   (build, drive, checkpoint with the run's record, resume from the folder alone, report on
-//!   rank 0), with [`run_dir`] (locked run folders) and [`DeviceChoice`] (a device by name).
+//!   rank 0) and of a command's series of runs ([`experiment::run_series`]), with [`run_dir`]
+//!   (locked run folders) and [`DeviceChoice`] (a device by name).
 //! * [`SavedPosterior`]: the models a run saved, loaded back; [`predict`]: their model
 //!   average on new inputs (regression rows, images with their uncertainty and metrics).
 //! * [`settings`]: settings layered from defaults, presets, files and `KEY=VALUE` overrides;

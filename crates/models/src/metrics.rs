@@ -259,6 +259,51 @@ impl ClassifierMetrics {
     }
 }
 
+/// Out-of-distribution metrics of one prediction, where the model should be unsure (thesis
+/// Table 6.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct OodMetrics {
+    /// Mean predictive entropy (nats; `ln k` is the most unsure).
+    pub mean_entropy: f64,
+    /// Table 6.1's out-of-distribution Brier score: the squared error against the all-zero
+    /// target (no class is right), averaged over inputs and classes, `mean_i mean_c p_ic^2`,
+    /// per mille (`1000 / k^2` for uniform predictions, `1000 / k` for one-hot ones).
+    pub brier_permille: f64,
+}
+
+impl OodMetrics {
+    /// The metrics of class probabilities `probs` (`[n, k]` row-major).
+    pub fn of(probs: &[f64], k: usize) -> Self {
+        let h = entropy(probs, k);
+        let n = h.len().max(1) as f64;
+        let brier: f64 = probs
+            .chunks(k)
+            .map(|row| row.iter().map(|p| p * p).sum::<f64>() / k as f64)
+            .sum::<f64>()
+            / n;
+        Self {
+            mean_entropy: h.iter().sum::<f64>() / n,
+            brier_permille: 1000.0 * brier,
+        }
+    }
+}
+
+/// Predictive entropies (nats) of `probs` with `k` classes, sorted (an empirical CDF's points).
+pub fn sorted_entropy(probs: &[f64], k: usize) -> Vec<f64> {
+    let mut e = entropy(probs, k);
+    e.sort_by(f64::total_cmp);
+    e
+}
+
+/// The fraction of the ascending `sorted` values above `level` (NaN for none).
+pub fn fraction_above(sorted: &[f64], level: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let below = sorted.partition_point(|&e| e <= level);
+    (sorted.len() - below) as f64 / sorted.len() as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +319,19 @@ mod tests {
         assert!((m.brier_permille - 370.0).abs() < 1e-9);
         // ECE: bin of 0.9 (right, gap 0.1) and of 0.6 (wrong, gap 0.6), half the mass each.
         assert!((m.ece_percent - 35.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn ood_metrics_and_entropy_fractions_match_hand_values() {
+        let o = OodMetrics::of(&[0.5, 0.5, 1.0, 0.0], 2);
+        assert!((o.mean_entropy - 2f64.ln() / 2.0).abs() < 1e-12);
+        // (0.25 + 0.25) / 2 and (1 + 0) / 2, averaged: 0.375.
+        assert!((o.brier_permille - 375.0).abs() < 1e-9);
+        let e = sorted_entropy(&[0.5, 0.5, 1.0, 0.0, 0.9, 0.1], 2);
+        assert_eq!(e[0], 0.0);
+        assert!((e[2] - 2f64.ln()).abs() < 1e-12 && e[1] < e[2]);
+        assert_eq!(fraction_above(&e, 0.5), 1.0 / 3.0);
+        assert!(fraction_above(&[], 0.5).is_nan());
     }
 
     #[test]

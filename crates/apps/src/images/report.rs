@@ -19,12 +19,12 @@ use serde::Serialize;
 
 use sgmcmc_engine::experiment::write_trace;
 use sgmcmc_engine::observers::TraceSummary;
-use sgmcmc_models::metrics::ClassifierMetrics;
+use sgmcmc_models::metrics::{ClassifierMetrics, OodMetrics, sorted_entropy};
 
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
 use crate::images::data::ImagesData;
-use crate::images::eval::{OodMetrics, metrics, ood_metrics, reliability, sorted_entropy};
+use crate::images::eval::{metrics, reliability};
 use crate::images::presets::{PaperColumns, paper_row};
 use crate::images::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
@@ -224,7 +224,7 @@ pub fn write(
     )?;
 
     let ood_probs = record.averages.ood.mean().unwrap_or_default();
-    let bma_ood = ood_metrics(&ood_probs, k);
+    let bma_ood = OodMetrics::of(&ood_probs, k);
     let cdfs = [
         (
             "model average, out of distribution",

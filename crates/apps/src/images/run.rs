@@ -9,7 +9,8 @@
 //!
 //! Over the ranks of `mpirun` ([`super::distributed`]) each rank steps its block of chains and
 //! scores its chains' networks; rank 0 folds every chain's predictions in chain order and
-//! joins the per-step energies at the end, so its files are the one-process run's.
+//! joins the per-step energies and multipliers at the end ([`StepColumns`]), so its files are
+//! the one-process run's.
 
 use std::path::Path;
 use std::time::Instant;
@@ -19,11 +20,11 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
-use sgmcmc_engine::observers::TracePart;
+use sgmcmc_engine::observers::{StepColumns, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, probabilities};
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
-use sgmcmc_models::metrics::ClassifierMetrics;
+use sgmcmc_models::metrics::{ClassifierMetrics, OodMetrics, sorted_entropy};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::{ModuleEnsemble, trainable_values};
@@ -32,15 +33,13 @@ use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_samplers::swag::Swag;
 
-use crate::distributed::{Ranks, join_columns};
+use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::images::Images;
 use crate::images::config::ImagesConfig;
 use crate::images::data::{ImagesData, TrainBatcher, augmented_batches};
 use crate::images::distributed::{ChainProbs, placed};
-use crate::images::eval::{
-    Averages, OodMetrics, metrics, ood_metrics, reliability, sorted_entropy,
-};
+use crate::images::eval::{Averages, metrics, reliability};
 use crate::images::swag::draws;
 
 /// The sampler of a run.
@@ -74,7 +73,7 @@ pub struct EvalRow {
 pub struct Record {
     /// Steps done.
     pub steps_done: u64,
-    /// Stochastic energy `U~` of each chain per step.
+    /// Stochastic energy `U~` of each chain per step (of a finished run, every chain's).
     pub energies: Vec<Vec<f64>>,
     /// Evaluation rows.
     pub evals: Vec<EvalRow>,
@@ -94,7 +93,8 @@ pub struct Record {
     #[serde(default)]
     pub trace: TracePart,
     /// The smallest and largest gradient multiplier of any step of any chain (1 for samplers
-    /// without one; a contour sampler whose range stays near 1 samples as its base kernel).
+    /// without one; a contour sampler whose range stays near 1 samples as its base kernel), of
+    /// a finished run.
     #[serde(default = "empty_range")]
     pub multiplier_range: [f64; 2],
 }
@@ -102,10 +102,6 @@ pub struct Record {
 /// The range of no value, which any value widens.
 fn empty_range() -> [f64; 2] {
     [f64::INFINITY, f64::NEG_INFINITY]
-}
-
-fn widen([lo, hi]: [f64; 2], [a, b]: [f64; 2]) -> [f64; 2] {
-    [lo.min(a), hi.max(b)]
 }
 
 /// The last collected network on its own.
@@ -240,7 +236,7 @@ impl Recorder<'_> {
             .averages
             .ood
             .mean()
-            .map(|m| ood_metrics(&m, classes));
+            .map(|m| OodMetrics::of(&m, classes));
         self.record.evals.push(EvalRow {
             epoch: k as f64 / self.per_epoch as f64,
             step: k,
@@ -275,7 +271,7 @@ impl Recorder<'_> {
             ..LastSample::default()
         };
         if let Some(q) = ood {
-            last.ood = ood_metrics(&q, classes);
+            last.ood = OodMetrics::of(&q, classes);
             last.ood_entropy = sorted_entropy(&q, classes);
             self.record.averages.ood.add_log(w, &q);
         }
@@ -353,14 +349,6 @@ impl Observer<ImagesSampler> for Recorder<'_> {
         report: &StepReport,
     ) -> Result<(), RunError> {
         self.record.train_seconds += self.clock.elapsed().as_secs_f64();
-        // This rank's chains (all of them in one process); rank 0 joins the columns at the end.
-        self.record
-            .energies
-            .push(report.energies[report.local.clone()].to_vec());
-        for s in &report.step_sizes[report.local.clone()] {
-            self.record.multiplier_range =
-                widen(self.record.multiplier_range, [s.multiplier, s.multiplier]);
-        }
         let t = Instant::now();
         if let Some(models) = self.held.take() {
             self.evaluate(report, &models, at.is_last())
@@ -507,32 +495,29 @@ impl NetExperiment for Images {
                 .describe::<Images>()
             }),
         };
+        // Every chain's energy and multiplier per step, joined on rank 0 at the end.
+        let mut steps =
+            StepColumns::new(|r: &StepReport, c| [r.energies[c], r.step_sizes[c].multiplier]);
+        let recorders: &mut [&mut dyn Observer<ImagesSampler>] = &mut [&mut recorder, &mut steps];
         let batches = augmented_batches(config, data, device)?;
         let trace = if config.prefetch > 0 {
             let mut batches = Prefetch::new(batches, config.prefetch)?;
-            drive(
-                session,
-                schedule,
-                &mut [&mut recorder],
-                sampler,
-                &mut batches,
-            )?
+            drive(session, schedule, recorders, sampler, &mut batches)?
         } else {
-            drive(session, schedule, &mut [&mut recorder], sampler, &mut {
-                batches
-            })?
+            drive(session, schedule, recorders, sampler, &mut { batches })?
         };
         let mut record = recorder.record;
         record.trace = trace.unwrap_or_default();
         if record.steps_done == total
-            && let Some(parts) = ranks.gather(std::mem::take(&mut record.energies))?
+            && let Some(rows) = steps.gather(ranks)?
         {
-            record.energies = join_columns(parts);
-        }
-        if record.steps_done == total
-            && let Some(ranges) = ranks.gather(record.multiplier_range)?
-        {
-            record.multiplier_range = ranges.into_iter().fold(empty_range(), widen);
+            let multipliers = rows.iter().flatten().map(|[_, m]| *m);
+            record.multiplier_range =
+                multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]);
+            record.energies = rows
+                .into_iter()
+                .map(|r| r.into_iter().map(|[e, _]| e).collect())
+                .collect();
         }
         Ok(record)
     }

@@ -5,7 +5,7 @@ use burn::module::Module;
 use burn::tensor::{Device, activation};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::ImageSet;
-use sgmcmc_models::metrics::{Bma, accuracy, entropy, nll};
+use sgmcmc_models::metrics::{Bma, accuracy, nll};
 use sgmcmc_models::{Cnn, Network};
 
 use crate::error::AppError;
@@ -112,20 +112,4 @@ impl Averages {
             self.fashion.add_log(log_w, f);
         }
     }
-}
-
-/// Predictive entropies (nats) of the averaged prediction `bma` with `k` classes, sorted.
-pub fn sorted_entropy(bma: &Bma, k: usize) -> Vec<f64> {
-    let mut e = bma.mean().map(|m| entropy(&m, k)).unwrap_or_default();
-    e.sort_by(f64::total_cmp);
-    e
-}
-
-/// Fraction of `sorted` values above `level`.
-pub fn fraction_above(sorted: &[f64], level: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let below = sorted.partition_point(|&e| e <= level);
-    (sorted.len() - below) as f64 / sorted.len() as f64
 }

@@ -17,11 +17,12 @@ use serde::Serialize;
 
 use sgmcmc_engine::experiment::write_trace;
 use sgmcmc_engine::observers::TraceSummary;
+use sgmcmc_models::metrics::{Bma, fraction_above, sorted_entropy};
 
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
-use crate::mnist::eval::{fraction_above, scores, sorted_entropy};
+use crate::mnist::eval::scores;
 use crate::mnist::run::Record;
 use crate::output::{RunHeader, write_csv, write_json};
 
@@ -190,8 +191,16 @@ pub fn write(
             ("model average", col(4)),
         ],
     )?;
-    let heldout = sorted_entropy(&record.averages.heldout, k);
-    let fashion = sorted_entropy(&record.averages.fashion, k);
+    // Entropies of the averaged predictions (none without a model averaged).
+    let entropies = |bma: &Bma| {
+        bma.mean()
+            .map(|m| sorted_entropy(&m, k))
+            .unwrap_or_default()
+    };
+    let (heldout, fashion) = (
+        entropies(&record.averages.heldout),
+        entropies(&record.averages.fashion),
+    );
     let cdf = |v: &[f64]| -> Vec<(f64, f64)> {
         v.iter()
             .enumerate()

@@ -25,7 +25,7 @@ use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
-use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
+use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, StepColumns, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use sgmcmc_engine::{
@@ -82,7 +82,7 @@ pub struct EvalRow {
 pub struct Record {
     /// Epochs done.
     pub epochs_done: usize,
-    /// Per-step rows.
+    /// Per-step rows of every chain, in step and chain order (of a finished run).
     pub steps: Vec<StepRow>,
     /// Evaluation rows.
     pub evals: Vec<EvalRow>,
@@ -177,8 +177,8 @@ fn keeps(config: &MnistConfig, per_epoch: u64) -> impl Fn(u64) -> bool + 'static
     }
 }
 
-/// The run's recorder: the per-step rows of this rank's chains, the training time (the
-/// sampler's steps) and the epochs done. Checkpointed with the run.
+/// The run's recorder: the training time (the sampler's steps) and the epochs done.
+/// Checkpointed with the run.
 struct Recorder {
     record: Record,
     clock: Instant,
@@ -194,19 +194,9 @@ impl Observer<MnistSampler> for Recorder {
         &mut self,
         at: &Progress,
         _: &MnistSampler,
-        report: &StepReport,
+        _: &StepReport,
     ) -> Result<(), RunError> {
         self.record.train_seconds += self.clock.elapsed().as_secs_f64();
-        // This rank's chains (all of them in one process); rank 0 joins the rows at the end.
-        for p in report.local.clone() {
-            self.record.steps.push(StepRow {
-                step: report.step,
-                chain: p,
-                energy: report.energies[p],
-                multiplier: report.step_sizes[p].multiplier,
-                log_weight: report.log_weights[p],
-            });
-        }
         if at.ends_epoch() {
             self.record.epochs_done = at.epoch() as usize + 1;
         }
@@ -345,6 +335,10 @@ impl NetExperiment for Mnist {
             clock: Instant::now(),
         };
         let mut evaluate = evaluations(config, data, ranks, device.clone().inner());
+        // Every chain's energy, multiplier and log weight per step, joined on rank 0 at the end.
+        let mut steps = StepColumns::new(|r: &StepReport, c| {
+            [r.energies[c], r.step_sizes[c].multiplier, r.log_weights[c]]
+        });
         let schedule = Schedule {
             length: Length::Epochs(config.epochs as u64),
             total: config.epochs as u64 * per_epoch,
@@ -368,7 +362,7 @@ impl NetExperiment for Mnist {
         let trace = drive(
             session,
             schedule,
-            &mut [&mut recorder, &mut evaluate],
+            &mut [&mut recorder, &mut steps, &mut evaluate],
             sampler,
             &mut batches,
         )?;
@@ -382,11 +376,23 @@ impl NetExperiment for Mnist {
             ..recorder.record
         };
         if record.epochs_done == config.epochs
-            && let Some(parts) = ranks.gather(std::mem::take(&mut record.steps))?
+            && let Some(rows) = steps.gather(ranks)?
         {
-            // Every chain's rows in step and chain order, as one process records them.
-            record.steps = parts.into_iter().flatten().collect();
-            record.steps.sort_by_key(|r| (r.step, r.chain));
+            // Every chain's rows in step and chain order.
+            record.steps = (0..)
+                .zip(rows)
+                .flat_map(|(step, row)| {
+                    row.into_iter()
+                        .enumerate()
+                        .map(move |(chain, [e, m, w])| StepRow {
+                            step,
+                            chain,
+                            energy: e,
+                            multiplier: m,
+                            log_weight: w,
+                        })
+                })
+                .collect();
         }
         Ok(record)
     }
