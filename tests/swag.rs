@@ -14,8 +14,10 @@
 //! coordinate) and the mean `sqrt(v (1 + rho) / (T (1 - rho)))`. For the draws (20,000
 //! independent Gaussians), `var sqrt(2 / 20000)` and `sqrt(var / 20000)`.
 
+use burn::module::{Module, Param};
+use burn::tensor::{Device, Tensor};
 use sgmcmc::samplers::rng::ChainRng;
-use sgmcmc::samplers::swag::Swag;
+use sgmcmc::samplers::swag::{CycleSwag, Swag};
 
 const A: [f64; 3] = [1.0, 4.0, 10.0];
 const ETA: f64 = 0.05;
@@ -153,4 +155,53 @@ fn cycswag_fits_the_stationary_variance_of_momentum_sgd_at_the_held_lr() {
     );
     assert!((held - exact).abs() < 4.5 * se, "{held} vs {exact}");
     assert!((falling - exact).abs() > 20.0 * se_falling, "{falling}");
+}
+
+/// cycSWAG over two chains: the iterates of the sampling phase join each chain's fit, and the
+/// cycle's end draws from each fit on its own stream (the same draws as from fits made by hand).
+#[test]
+fn a_cycle_fits_its_sampling_iterates_and_draws_from_each_chain() {
+    #[derive(Module, Debug)]
+    struct Point {
+        x: Param<Tensor<1>>,
+    }
+    let device = Device::flex().autodiff();
+    let at = |v: [f32; 2]| Point {
+        x: Param::from_tensor(Tensor::from_floats(v, &device).require_grad()),
+    };
+    let swag = CycleSwag {
+        rank: 2,
+        every: 2,
+        cycle: 6,
+        samples: 3,
+        seed: 7,
+    };
+    let mut fits = Vec::new();
+    let mut by_hand = [Swag::new(2, 2).unwrap(), Swag::new(2, 2).unwrap()];
+    for done in 1..=6u64 {
+        let v = done as f32;
+        let chains = [at([v, -v]), at([2.0 * v, 0.5])];
+        // Steps 1-3 explore; 4-6 sample: iterates at 4 and 6.
+        let sampling = done >= 4;
+        let drawn = swag
+            .after_step(&mut fits, (done, sampling, false), &chains)
+            .unwrap();
+        if sampling && done.is_multiple_of(2) {
+            by_hand[0].add(&[v, -v]).unwrap();
+            by_hand[1].add(&[2.0 * v, 0.5]).unwrap();
+        }
+        if done < 6 {
+            assert!(drawn.is_empty());
+            continue;
+        }
+        // The cycle ends: three draws per chain from its own fit, then the fits restart.
+        assert!(fits.is_empty());
+        let mut want = Vec::new();
+        for (p, fit) in by_hand.iter().enumerate() {
+            assert_eq!(fit.count(), 2);
+            let mut rng = ChainRng::new(7 ^ 0x5A6A_6000, p as u64);
+            want.extend((0..3).map(|_| (p, fit.sample(&mut rng).unwrap())));
+        }
+        assert_eq!(drawn, want);
+    }
 }

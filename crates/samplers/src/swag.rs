@@ -143,6 +143,65 @@ impl Swag {
     }
 }
 
+/// cycSWAG over the chains of an ensemble (thesis Tables 4.2 and 6.1; MultiSWAG with one fit
+/// per chain): within each cycle of `cycle` steps of a cyclical learning rate, every
+/// `every`-th step of the sampling phase adds each chain's trainable parameters to that
+/// chain's [`Swag`] fit; at the end of the cycle (and of the run) each fit that holds an
+/// iterate gives `samples` draws, chain `p`'s in cycle `c` from the stream
+/// `(seed ^ 0x5A6A_6000, 64 c + p)`, and the fits restart. The fits are the caller's state
+/// (checkpointed with its run).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CycleSwag {
+    /// Deviations each fit keeps (`K >= 2`).
+    pub rank: usize,
+    /// Steps between the iterates added in the sampling phase.
+    pub every: u64,
+    /// Steps per cycle.
+    pub cycle: u64,
+    /// Draws per fitted chain at a cycle's end.
+    pub samples: usize,
+    /// Seed of the draws' streams.
+    pub seed: u64,
+}
+
+impl CycleSwag {
+    /// After the step that made `done` steps in all, with the chains' networks `modules` as
+    /// the step left them: adds their parameters to `fits` when due (`sampling`: the step was
+    /// in the sampling phase), and at the end of a cycle (or of the run, `last`) returns every
+    /// fitted chain's draws `(chain, trainable parameters)`, in chain order, emptying `fits`.
+    pub fn after_step<M: burn::module::Module>(
+        &self,
+        fits: &mut Vec<Swag>,
+        (done, sampling, last): (u64, bool, bool),
+        modules: &[M],
+    ) -> Result<Vec<(usize, Vec<f32>)>, SamplerError> {
+        if sampling && done.is_multiple_of(self.every) {
+            for (p, m) in modules.iter().enumerate() {
+                let theta = crate::ensemble::trainable_values(m)?;
+                if fits.len() <= p {
+                    fits.push(Swag::new(theta.len(), self.rank)?);
+                }
+                fits[p].add(&theta)?;
+            }
+        }
+        if !(done.is_multiple_of(self.cycle) || last) {
+            return Ok(Vec::new());
+        }
+        let cycle = (done - 1) / self.cycle;
+        let mut drawn = Vec::new();
+        for (p, fit) in std::mem::take(fits).iter().enumerate() {
+            if fit.count() == 0 {
+                continue;
+            }
+            let mut rng = ChainRng::new(self.seed ^ 0x5A6A_6000, cycle * 64 + p as u64);
+            for _ in 0..self.samples {
+                drawn.push((p, fit.sample(&mut rng)?));
+            }
+        }
+        Ok(drawn)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

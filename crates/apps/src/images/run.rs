@@ -27,11 +27,10 @@ use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, 
 use sgmcmc_models::metrics::{ClassifierMetrics, OodMetrics, sorted_entropy};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
-use sgmcmc_samplers::ensemble::{ModuleEnsemble, trainable_values};
+use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
-use sgmcmc_samplers::rng::ChainRng;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
-use sgmcmc_samplers::swag::Swag;
+use sgmcmc_samplers::swag::{CycleSwag, Swag};
 
 use crate::distributed::Ranks;
 use crate::error::AppError;
@@ -40,7 +39,7 @@ use crate::images::config::ImagesConfig;
 use crate::images::data::{ImagesData, TrainBatcher, augmented_batches};
 use crate::images::distributed::{ChainProbs, placed};
 use crate::images::eval::{Averages, metrics, reliability};
-use crate::images::swag::draws;
+use crate::images::swag::network;
 
 /// The sampler of a run.
 pub type ImagesSampler = AnySampler<ModuleEnsemble<ImageClassifier, Posterior>>;
@@ -159,14 +158,11 @@ pub struct Stop {
     pub after_steps: Option<u64>,
 }
 
-/// What the recorder needs for cycSWAG.
+/// What the recorder needs for cycSWAG: the schedule of the fits and draws, and what
+/// refreshes a draw's BatchNorm statistics.
 struct SwagSetup {
-    rank: usize,
-    every: u64,
-    samples: usize,
+    cycles: CycleSwag,
     bn_batches: usize,
-    cycle: u64,
-    seed: u64,
     source: TrainBatcher,
 }
 
@@ -278,47 +274,37 @@ impl Recorder<'_> {
         self.record.last_sample = Some(last);
     }
 
-    /// cycSWAG after step `k`: adds the chains' iterates in the sampling phase; at the end of
-    /// a cycle draws from each chain's fit into the model average and restarts the fits.
+    /// cycSWAG after the step `at`: the chains' iterates join their fits; at the end of a cycle
+    /// the draws from the fits, their BatchNorm statistics refreshed, join the model average.
     fn swag_step(
         &mut self,
         at: &Progress,
         sampler: &ImagesSampler,
         report: &StepReport,
     ) -> Result<(), AppError> {
-        let Some(setup) = self.swag.as_mut() else {
+        let Some(setup) = self.swag.as_ref() else {
             return Ok(());
         };
-        let k = at.step + 1;
+        let done = at.step + 1;
         let modules: Vec<ImageClassifier> = sampler.ensemble().modules().cloned().collect();
-        if report.phase == Some(Phase::Sampling) && k.is_multiple_of(setup.every) {
-            for (p, m) in modules.iter().enumerate() {
-                let theta =
-                    trainable_values(m).map_err(|e| AppError::Run(format!("SWAG fit: {e}")))?;
-                if self.record.swag.len() <= p {
-                    self.record.swag.push(Swag::new(theta.len(), setup.rank)?);
-                }
-                self.record.swag[p].add(&theta)?;
-            }
-        }
-        if !(k.is_multiple_of(setup.cycle) || at.is_last()) {
-            return Ok(());
-        }
-        let cycle = (k - 1) / setup.cycle;
-        let fits = std::mem::take(&mut self.record.swag);
-        let mut drawn = Vec::new();
-        for (p, fit) in fits.iter().enumerate().filter(|(_, f)| f.count() > 0) {
-            let mut rng = ChainRng::new(setup.seed ^ 0x5A6A_6000, cycle * 64 + p as u64);
-            drawn.extend(draws(
-                fit,
-                &modules[p],
-                setup.samples,
-                &mut rng,
-                &setup.source,
-                (1 << 62) + cycle,
-                setup.bn_batches,
-            )?);
-        }
+        let sampling = report.phase == Some(Phase::Sampling);
+        let draws = setup
+            .cycles
+            .after_step(
+                &mut self.record.swag,
+                (done, sampling, at.is_last()),
+                &modules,
+            )
+            // The fits are of these very networks: an internal failure, exit 1.
+            .map_err(|e| AppError::Run(format!("cycSWAG: {e}")))?;
+        let cycle = (done - 1) / setup.cycles.cycle;
+        let drawn = draws
+            .into_iter()
+            .map(|(p, theta)| {
+                let key = (1 << 62) + cycle;
+                network(&theta, &modules[p], &setup.source, key, setup.bn_batches)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         for m in drawn {
             let probs = probabilities(&m, &self.data.test, &self.data.normaliser, &self.plain)?;
             self.collect(&m, 0.0, probs)?;
@@ -439,15 +425,17 @@ impl NetExperiment for Images {
         let per_epoch = steps_per_epoch(config, data);
         let total = total_steps(config, data);
         let swag = (config.sampler == "cycswag").then(|| SwagSetup {
-            rank: config.swag_rank,
-            every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
-            samples: config.swag_samples,
+            cycles: CycleSwag {
+                rank: config.swag_rank,
+                every: (per_epoch / config.swag_per_epoch.max(1) as u64).max(1),
+                cycle: total
+                    .max(config.cycles)
+                    .div_ceil(config.cycles.max(1))
+                    .max(1),
+                samples: config.swag_samples,
+                seed: config.seed,
+            },
             bn_batches: config.bn_batches,
-            cycle: total
-                .max(config.cycles)
-                .div_ceil(config.cycles.max(1))
-                .max(1),
-            seed: config.seed,
             source: TrainBatcher::new(config, data, device),
         });
         let mut recorder = Recorder {

@@ -1,17 +1,15 @@
 //! cycSWAG (thesis Tables 4.2 and 6.1, "MultiSWAG"): momentum SGD under a cyclical cosine lr;
 //! in the sampling phase of each cycle the chain's trainable parameters are added to a SWAG fit
-//! ([`sgmcmc_samplers::swag::Swag`]) `swag_per_epoch` times per epoch; at the end of the cycle
-//! `swag_samples` networks are drawn from it, their BatchNorm running statistics recomputed from
-//! scratch as the average over `bn_batches` augmented training batches (forward passes in
-//! training mode, as SWAG's `bn_update`; the reference code fine-tunes each draw for an epoch
-//! instead), and each joins
-//! the model average with weight 1. The fit restarts with the next cycle.
+//! `swag_per_epoch` times per epoch; at the end of the cycle `swag_samples` networks are drawn
+//! from it ([`sgmcmc_samplers::swag::CycleSwag`]), their BatchNorm running statistics
+//! recomputed from scratch as the average over `bn_batches` augmented training batches (forward
+//! passes in training mode, as SWAG's `bn_update`; the reference code fine-tunes each draw for
+//! an epoch instead), and each joins the model average with weight 1. The fit restarts with the
+//! next cycle.
 
 use burn::module::Module;
 use sgmcmc_models::ImageClassifier;
 use sgmcmc_samplers::ensemble::with_trainable_values;
-use sgmcmc_samplers::rng::ChainRng;
-use sgmcmc_samplers::swag::Swag;
 
 use crate::error::AppError;
 use crate::images::data::TrainBatcher;
@@ -29,29 +27,23 @@ pub fn refresh_batch_norm(
     Ok(())
 }
 
-/// Draws `n` networks from `fit` around `template` (an autodiff-device network whose running
-/// statistics [`refresh_batch_norm`] replaces).
-pub fn draws(
-    fit: &Swag,
+/// The network of a draw `theta` (trainable parameters, [`sgmcmc_samplers::swag::CycleSwag`])
+/// around `template` (an autodiff-device network whose running statistics
+/// [`refresh_batch_norm`] replaces from the fresh batches keyed by `key`).
+pub fn network(
+    theta: &[f32],
     template: &ImageClassifier,
-    n: usize,
-    rng: &mut ChainRng,
     source: &TrainBatcher,
     key: u64,
     bn_batches: usize,
-) -> Result<Vec<ImageClassifier>, AppError> {
-    (0..n)
-        .map(|_| {
-            let theta = fit.sample(rng)?;
-            // A copy with running statistics of its own (a clone would share the chain's, and
-            // every draw the last one's): `valid` then `train` rebuilds them.
-            // An internal invariant (the fit is of this very network): a failed run, exit 1.
-            let mut m = with_trainable_values(template.valid().train(), &theta)
-                .map_err(|e| AppError::Run(format!("SWAG draw: {e}")))?;
-            refresh_batch_norm(&mut m, source, key, bn_batches)?;
-            Ok(m)
-        })
-        .collect()
+) -> Result<ImageClassifier, AppError> {
+    // A copy with running statistics of its own (a clone would share the chain's, and every
+    // draw the last one's): `valid` then `train` rebuilds them. An internal invariant (the fit
+    // is of this very network): a failed run, exit 1.
+    let mut m = with_trainable_values(template.valid().train(), theta)
+        .map_err(|e| AppError::Run(format!("SWAG draw: {e}")))?;
+    refresh_batch_norm(&mut m, source, key, bn_batches)?;
+    Ok(m)
 }
 
 #[cfg(test)]

@@ -190,12 +190,7 @@ impl Observer<MnistSampler> for Recorder {
         Ok(())
     }
 
-    fn on_step(
-        &mut self,
-        at: &Progress,
-        _: &MnistSampler,
-        _: &StepReport,
-    ) -> Result<(), RunError> {
+    fn on_step(&mut self, at: &Progress, _: &MnistSampler, _: &StepReport) -> Result<(), RunError> {
         self.record.train_seconds += self.clock.elapsed().as_secs_f64();
         if at.ends_epoch() {
             self.record.epochs_done = at.epoch() as usize + 1;
