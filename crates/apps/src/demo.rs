@@ -8,13 +8,46 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use std::path::PathBuf;
 
-use crate::cli::DemoArgs;
+use clap::Args;
+use serde::Serialize;
+use sgmcmc_engine::DeviceChoice;
+
 use crate::error::AppError;
-use crate::output::{self, RunHeader};
+use crate::output::{self, Force, RunHeader};
 use crate::toy::report::{ToySummary, summarize, write_outputs};
 use crate::toy::{ToyConfig, preset, run_toy};
+
+/// Options of `sgmcmc demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Run directory.
+    #[arg(long, default_value = "runs/demo")]
+    pub out: PathBuf,
+    /// Run seed.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Where chains run: host (f64 fast path) or a tensor device (flex, ndarray, wgpu, cuda; wgpu:N or cuda:N for GPU N).
+    #[arg(long, default_value_t = DeviceChoice::Host, value_name = "DEVICE")]
+    pub device: DeviceChoice,
+    /// Iterations per chain (the paper runs one CSGLD chain for 1e7; 1e6 already tells the
+    /// samplers apart).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub iters: u64,
+    /// Chains of SGLD and CSGLD (CSGLD's share theta); reSGLD runs its two replicas.
+    #[arg(long, default_value_t = 4)]
+    pub chains: usize,
+    /// Keep every `thin`-th sample.
+    #[arg(long, default_value_t = 10)]
+    pub thin: u64,
+    /// Replacing an earlier run in `--out`.
+    #[command(flatten)]
+    pub force: Force,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
 
 /// `summary.json` of the demo.
 #[derive(Serialize)]

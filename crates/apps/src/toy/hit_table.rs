@@ -224,7 +224,7 @@ pub fn render(cells: &[Cell]) -> String {
 /// `sgmcmc toy --preset awsgld-table[-quick]`: the full table (10 functions x 10 seeds), or the
 /// quick one (four functions x 3 seeds, about a second). `--seed`, `--iters` (the budget) and
 /// `--out` apply; writes `hits.csv` (one row per run) and `table.json` beside the printed table.
-pub fn run_cli(preset: &str, a: &crate::cli::ToyArgs) -> Result<(), AppError> {
+pub fn run_cli(preset: &str, a: &super::cli::ToyArgs) -> Result<(), AppError> {
     let (only, runs): (&[&str], usize) = match preset {
         "awsgld-table" => (&[], 10),
         "awsgld-table-quick" => (&["G20", "R20", "PW24", "DP25"], 3),

@@ -1,5 +1,6 @@
 //! `sgmcmc toy`: samplers on the papers' analytic targets.
 
+pub mod cli;
 pub mod config;
 pub mod hit_table;
 pub mod presets;

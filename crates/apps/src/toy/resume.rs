@@ -8,9 +8,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::experiment::Console;
 
+use super::cli::{ToyArgs, report_toy};
 use super::config::ToyConfig;
 use super::run::{Persist, ToyOutcome, run_toy_on};
-use crate::cli::{ToyArgs, report_toy};
 use crate::distributed::{Ranks, Resume, resume_command};
 use crate::error::AppError;
 use crate::progress::Terminal;
