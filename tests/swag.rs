@@ -157,10 +157,11 @@ fn cycswag_fits_the_stationary_variance_of_momentum_sgd_at_the_held_lr() {
     assert!((falling - exact).abs() > 20.0 * se_falling, "{falling}");
 }
 
-/// cycSWAG over two chains: the iterates of the sampling phase join each chain's fit, and the
-/// cycle's end draws from each fit on its own stream (the same draws as from fits made by hand).
+/// cycSWAG over two chains and two cycles (the second cut short by the run's end): the iterates
+/// of each cycle's sampling phase join each chain's fit, and each cycle's end draws from each fit
+/// on its own stream (the same draws as from fits made by hand), then the fits restart.
 #[test]
-fn a_cycle_fits_its_sampling_iterates_and_draws_from_each_chain() {
+fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
     #[derive(Module, Debug)]
     struct Point {
         x: Param<Tensor<1>>,
@@ -176,32 +177,41 @@ fn a_cycle_fits_its_sampling_iterates_and_draws_from_each_chain() {
         samples: 3,
         seed: 7,
     };
-    let mut fits = Vec::new();
-    let mut by_hand = [Swag::new(2, 2).unwrap(), Swag::new(2, 2).unwrap()];
-    for done in 1..=6u64 {
+    let fresh = || [Swag::new(2, 2).unwrap(), Swag::new(2, 2).unwrap()];
+    let (mut fits, mut by_hand) = (Vec::new(), fresh());
+    // Steps 1-3 of each cycle explore, 4-6 sample (iterates at 4 and 6); the run ends at 10,
+    // after the second cycle's one iterate (step 10).
+    for done in 1..=10u64 {
         let v = done as f32;
         let chains = [at([v, -v]), at([2.0 * v, 0.5])];
-        // Steps 1-3 explore; 4-6 sample: iterates at 4 and 6.
-        let sampling = done >= 4;
+        let sampling = (done - 1) % 6 >= 3;
+        let last = done == 10;
         let drawn = swag
-            .after_step(&mut fits, (done, sampling, false), &chains)
+            .after_step(&mut fits, done, (sampling, last), &chains)
             .unwrap();
         if sampling && done.is_multiple_of(2) {
             by_hand[0].add(&[v, -v]).unwrap();
             by_hand[1].add(&[2.0 * v, 0.5]).unwrap();
         }
-        if done < 6 {
-            assert!(drawn.is_empty());
+        if !(done == 6 || last) {
+            assert!(drawn.is_empty(), "draws at step {done}");
             continue;
         }
-        // The cycle ends: three draws per chain from its own fit, then the fits restart.
+        // Three draws per chain from its own fit on the stream of (cycle, chain), then the
+        // fits restart.
+        let cycle = (done - 1) / 6;
         assert!(fits.is_empty());
         let mut want = Vec::new();
         for (p, fit) in by_hand.iter().enumerate() {
-            assert_eq!(fit.count(), 2);
-            let mut rng = ChainRng::new(7 ^ 0x5A6A_6000, p as u64);
-            want.extend((0..3).map(|_| (p, fit.sample(&mut rng).unwrap())));
+            assert_eq!(fit.count(), 2 - cycle);
+            let mut rng = ChainRng::new(7 ^ 0x5A6A_6000, cycle * 64 + p as u64);
+            want.extend((0..3).map(|_| (p, cycle, fit.sample(&mut rng).unwrap())));
         }
-        assert_eq!(drawn, want);
+        let got: Vec<_> = drawn
+            .into_iter()
+            .map(|d| (d.chain, d.cycle, d.theta))
+            .collect();
+        assert_eq!(got, want);
+        by_hand = fresh();
     }
 }

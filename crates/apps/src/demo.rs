@@ -7,7 +7,6 @@
 //! the exact density (`density.png`).
 
 use std::collections::BTreeMap;
-
 use std::path::PathBuf;
 
 use clap::Args;

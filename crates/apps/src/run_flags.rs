@@ -18,11 +18,12 @@ pub struct RunFlags {
     /// Run seed [default: the config file's, else 1].
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Data directory; default `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
+    /// Data directory holding the data set's folder (`mnist/`, `fashion-mnist/`, `cifar10/`,
+    /// ...); default `$SGMCMC_DATA_DIR`, else `../shared/datasets`.
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
-    /// Run directory [default: under `runs/`, named after the command and the run's preset and
-    /// sampler].
+    /// Run directory [default: a folder under `runs/` named after the command and the run's
+    /// settings; the summary line names it].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N,
@@ -42,8 +43,8 @@ pub struct RunFlags {
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
-    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 4
-    /// sgmcmc COMMAND --chains 4 --distributed`. Rank 0 writes the run folder.
+    /// Spread the chains over the ranks of `mpirun -np R` (build feature `mpi`); rank 0 writes
+    /// the run folder, the one-process run's files.
     #[arg(long)]
     pub distributed: bool,
 }

@@ -22,6 +22,7 @@ pub mod loopback;
 pub mod mat_writer;
 pub mod mnist;
 pub mod mushroom;
+pub mod mushroom_bandit;
 mod splitmix;
 pub mod svhn;
 #[cfg(test)]

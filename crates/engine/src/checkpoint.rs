@@ -12,8 +12,10 @@ use sgmcmc_samplers::comm::Communicator;
 use crate::error::RunError;
 use crate::fs::write_atomic;
 
-/// Format version of [`Checkpoint`] files.
-pub const VERSION: u32 = 2;
+/// Format version of [`Checkpoint`] files (3: the run loop's observers of the experiment
+/// skeleton, `toy`, `mnist` and `images` changed; a checkpoint of an earlier format is refused
+/// with both numbers).
+pub const VERSION: u32 = 3;
 
 /// One checkpoint file (CBOR).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

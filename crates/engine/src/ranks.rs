@@ -10,13 +10,13 @@
 //!   printed whether one rank failed or all did;
 //! * [`Ranks::settle`]: a run's result, where a divergence every rank saw (coupled samplers
 //!   gather the energies) is reported by the rank that steps the chain;
+//! * [`Ranks::lead`]: a run rank 0 prepares (its folder, its settings) and the others follow;
 //! * [`Ranks::on_leader`], [`Ranks::gather`], [`Ranks::gather_chains`], [`Ranks::broadcast`]:
 //!   rank 0's work and the collection of every rank's part (CBOR, bit-exact floats).
 //!
-//! A rank that fails prints one line naming itself and the step (a [`crate::Run`] over the ranks,
-//! [`crate::Run::over`], records it) and ends
-//! the whole job ([`Communicator::abort`], `MPI_Abort`), so no rank waits forever in a
-//! collective. A one-process run is the run over [`Ranks::local`]: the same code path, and
+//! A rank that fails prints one line naming itself and the step (which a run over the ranks,
+//! [`crate::Run::over`], records) and ends the whole job ([`Communicator::abort`],
+//! `MPI_Abort`), so no rank waits forever in a collective. A one-process run is the run over [`Ranks::local`]: the same code path, and
 //! every gather a move without encoding.
 
 use std::ops::Range;
@@ -120,6 +120,37 @@ impl Ranks {
         }
     }
 
+    /// A run rank 0 prepares and the other ranks follow: rank 0 runs `prepare` (a new run
+    /// folder, a repeated or continued run; a failure there ends the job), and sends
+    /// `share(&prepared)` to the others, which build their own from it with `follow` (e.g. read
+    /// the data rank 0 recorded); a failure on any of them ends the job with one line. In one
+    /// process, `prepare` alone.
+    pub fn lead<P, S, E>(
+        &self,
+        prepare: impl FnOnce() -> Result<P, E>,
+        share: impl FnOnce(&P) -> S,
+        follow: impl FnOnce(S) -> Result<P, E>,
+    ) -> Result<P, E>
+    where
+        S: Serialize + for<'de> Deserialize<'de>,
+        E: JobError,
+    {
+        if !self.is_distributed() {
+            return prepare();
+        }
+        let mine = if self.is_leader() {
+            Some(self.check(prepare())?)
+        } else {
+            None
+        };
+        let shared = self.broadcast(mine.as_ref().map(share))?;
+        match (mine, shared) {
+            (Some(p), _) => self.agree(Ok(p)),
+            (None, Some(s)) => self.agree(follow(s)),
+            (None, None) => self.agree(Err(RunError::Observer("rank 0 sent no run".into()).into())),
+        }
+    }
+
     /// Runs `f` on rank 0 alone (preparing the run folder, writing the outputs) while the
     /// others wait for it; a failure there ends the job. In one process `f`'s error is
     /// returned.
@@ -138,8 +169,8 @@ impl Ranks {
     }
 
     /// `result` in one process; over several ranks an error ends the job from this rank
-    /// ([`Ranks::fail`]; a divergence every rank saw is reported by the rank that steps the
-    /// chain, of this rank's chains `local`).
+    /// ([`Ranks::fail`]). A divergence every rank saw alike is reported by the rank that steps
+    /// the chain: `local` are the global indices of this rank's chains.
     pub fn settle<T>(
         &self,
         result: Result<T, RunError>,
@@ -195,11 +226,11 @@ impl Ranks {
     /// Ends the job after `error` on this rank: one line naming the rank and the step, then
     /// `MPI_Abort` with the error's exit code. A divergence every rank saw alike (coupled
     /// samplers check the gathered energies) is reported by the rank that steps the chain; the
-    /// others wait for its abort.
+    /// others wait for its abort. `owns_diverged` says, for a divergence, whether this rank
+    /// steps the chain that diverged (`None`: not a divergence, this rank reports).
     ///
     /// This line on standard error is the one thing the library prints: the process ends
     /// right after it, with no caller left to print it.
-    /// `owns_diverged`: for a divergence, whether this rank steps the chain that diverged.
     pub fn fail<E: JobError>(&self, error: &E, owns_diverged: Option<bool>) -> ! {
         let rank = self.rank();
         if owns_diverged == Some(false) {
@@ -274,25 +305,45 @@ impl Ranks {
     }
 }
 
-/// Rows of this rank's chains, one row per step (`rows[k]` its chains' values at step `k`),
-/// joined on rank 0 into rows of every chain in global chain order.
-pub fn join_columns(parts: Vec<Vec<Vec<f64>>>) -> Vec<Vec<f64>> {
-    let steps = parts.iter().map(Vec::len).max().unwrap_or(0);
-    (0..steps)
-        .map(|k| {
-            parts
-                .iter()
-                .flat_map(|p| p.get(k).into_iter().flatten().copied())
-                .collect()
-        })
-        .collect()
-}
-
 /// The global chain that diverged, if `error` is a divergence.
 pub fn diverged_chain(error: &RunError) -> Option<usize> {
     match error {
         RunError::Sampler(SamplerError::Diverged { chain, .. }) => Some(*chain),
         RunError::Diverged { chain, .. } => Some(*chain),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sgmcmc_samplers::comm::ThreadGroup;
+
+    use super::*;
+
+    #[test]
+    fn rank_zero_prepares_and_the_others_follow_what_it_shares() {
+        let prepared = AtomicU64::new(0);
+        let got: Vec<u64> = std::thread::scope(|s| {
+            let handles: Vec<_> = ThreadGroup::new(3)
+                .into_iter()
+                .map(|g| {
+                    let prepared = &prepared;
+                    s.spawn(move || {
+                        let ranks = Ranks::over(Arc::new(g));
+                        let prepare = || {
+                            prepared.fetch_add(1, Ordering::Relaxed);
+                            Ok::<u64, RunError>(10)
+                        };
+                        ranks.lead(prepare, |p| p * 2, |s| Ok(s + 1)).unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got, vec![10, 21, 21]);
+        assert_eq!(prepared.into_inner(), 1);
+        // One process: `prepare` alone.
+        let one = Ranks::local().lead(|| Ok::<u64, RunError>(5), |p| *p, |_| unreachable!());
+        assert_eq!(one.unwrap(), 5);
     }
 }

@@ -231,7 +231,9 @@ impl<'a, S: Sampler> Run<'a, S> {
     /// checkpoints are this rank's part and a manifest when the run spans several
     /// ([`Ranks::checkpoints`]), a failing rank's line names the step it was at, and over
     /// several ranks an error ends the job from the rank that saw it, a divergence every rank
-    /// saw alike from the rank that steps the chain ([`Ranks::settle`]).
+    /// saw alike from the rank that steps the chain ([`Ranks::settle`]). The sampler must be
+    /// placed over the ranks (its [`Sampler::local_chains`] the global indices of its chains),
+    /// as the registry's `build_placed` samplers are.
     pub fn over(mut self, ranks: &'a Ranks) -> Self {
         self.ranks = Some(ranks);
         self
@@ -246,6 +248,7 @@ impl<'a, S: Sampler> Run<'a, S> {
         let Some(ranks) = self.ranks else {
             return self.drive(sampler, batches);
         };
+        ranks.note_step(sampler.steps_done());
         self.checkpoints = self.checkpoints.take().map(|c| ranks.checkpoints(c));
         let local = sampler.local_chains();
         ranks.settle(self.drive(sampler, batches), &local)
@@ -275,6 +278,9 @@ impl<'a, S: Sampler> Run<'a, S> {
             total,
             per_epoch,
         };
+        if let Some(r) = self.ranks {
+            r.note_step(start);
+        }
         for o in &mut self.observers {
             o.on_start(&at, sampler)?;
         }

@@ -164,17 +164,30 @@ pub struct CycleSwag {
     pub seed: u64,
 }
 
+/// One draw of [`CycleSwag`]: a chain's trainable parameters at the end of a cycle.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwagDraw {
+    /// The chain whose fit it comes from.
+    pub chain: usize,
+    /// The cycle (0-based).
+    pub cycle: u64,
+    /// The trainable parameters (visit order, as
+    /// [`crate::ensemble::with_trainable_values`] takes them).
+    pub theta: Vec<f32>,
+}
+
 impl CycleSwag {
     /// After the step that made `done` steps in all, with the chains' networks `modules` as
     /// the step left them: adds their parameters to `fits` when due (`sampling`: the step was
     /// in the sampling phase), and at the end of a cycle (or of the run, `last`) returns every
-    /// fitted chain's draws `(chain, trainable parameters)`, in chain order, emptying `fits`.
+    /// fitted chain's draws, in chain order, emptying `fits`.
     pub fn after_step<M: burn::module::Module>(
         &self,
         fits: &mut Vec<Swag>,
-        (done, sampling, last): (u64, bool, bool),
+        done: u64,
+        (sampling, last): (bool, bool),
         modules: &[M],
-    ) -> Result<Vec<(usize, Vec<f32>)>, SamplerError> {
+    ) -> Result<Vec<SwagDraw>, SamplerError> {
         if sampling && done.is_multiple_of(self.every) {
             for (p, m) in modules.iter().enumerate() {
                 let theta = crate::ensemble::trainable_values(m)?;
@@ -195,7 +208,11 @@ impl CycleSwag {
             }
             let mut rng = ChainRng::new(self.seed ^ 0x5A6A_6000, cycle * 64 + p as u64);
             for _ in 0..self.samples {
-                drawn.push((p, fit.sample(&mut rng)?));
+                drawn.push(SwagDraw {
+                    chain: p,
+                    cycle,
+                    theta: fit.sample(&mut rng)?,
+                });
             }
         }
         Ok(drawn)

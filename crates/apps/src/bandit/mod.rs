@@ -8,8 +8,8 @@
 //! +- one standard error bands (`regret.png`) and the final regret per agent with its chains'
 //! convergence diagnostics (`summary.json`).
 //!
-//! The protocol is in [`mod@run`] (loop), [`mod@env`] (rewards, regret), [`agents`] (samplers, acting)
-//! and [`config`] (presets). Where it departs from the reference code (`contextual_bandits/` of
+//! The protocol is in [`mod@run`] (loop), [`sgmcmc_data::mushroom_bandit`] (rewards, regret,
+//! inputs), [`agents`] (samplers, acting) and [`config`] (presets). Where it departs from the reference code (`contextual_bandits/` of
 //! the ICSGLD repository: one network output per (mushroom, action), the likelihood's `N` the
 //! buffer's size, regret in expectation, shared minibatches, the registry's contour samplers
 //! as they are, EpsGreedy as the reference's SGD command, Dropout as the reference's dropout
@@ -17,7 +17,6 @@
 
 pub mod agents;
 pub mod config;
-pub mod env;
 pub mod report;
 pub mod run;
 

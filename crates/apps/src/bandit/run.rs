@@ -15,6 +15,7 @@ use burn::tensor::{Device, Tensor, TensorData};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sgmcmc_data::Mushrooms;
+use sgmcmc_data::mushroom_bandit::{self as env, Action};
 use sgmcmc_engine::observers::{Trace, TraceSummary};
 use sgmcmc_engine::{FnBatches, Run, init};
 use sgmcmc_models::buffer_posterior::BufferPosterior;
@@ -28,7 +29,6 @@ use sgmcmc_samplers::sampler::Sampler;
 
 use super::agents::{Acting, AgentConfig, acting_weights, thompson_chain};
 use super::config::BanditConfig;
-use super::env::{self, Action};
 use crate::error::AppError;
 
 type BanditSampler = AnySampler<ModuleEnsemble<Mlp, BufferPosterior>>;
@@ -43,10 +43,7 @@ struct Pull {
 
 /// The network's input row of `mushroom` with `action`.
 fn input(data: &Mushrooms, mushroom: usize, action: Action, row: &mut Vec<f32>) {
-    row.extend_from_slice(data.row(mushroom));
-    row.extend([0.0, 0.0]);
-    let at = row.len() - 2 + action.index();
-    row[at] = 1.0;
+    env::input(data.row(mushroom), action, row);
 }
 
 /// A minibatch of `batch` pulls drawn without replacement from the buffer (one draw per

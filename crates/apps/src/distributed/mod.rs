@@ -5,7 +5,7 @@
 //! command line, with the one-line error of a binary built without MPI.
 
 pub use sgmcmc_engine::experiment::{Resume, resume_command};
-pub use sgmcmc_engine::ranks::{Ranks, join_columns};
+pub use sgmcmc_engine::ranks::Ranks;
 
 use crate::error::AppError;
 

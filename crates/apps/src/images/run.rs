@@ -292,17 +292,23 @@ impl Recorder<'_> {
             .cycles
             .after_step(
                 &mut self.record.swag,
-                (done, sampling, at.is_last()),
+                done,
+                (sampling, at.is_last()),
                 &modules,
             )
             // The fits are of these very networks: an internal failure, exit 1.
             .map_err(|e| AppError::Run(format!("cycSWAG: {e}")))?;
-        let cycle = (done - 1) / setup.cycles.cycle;
         let drawn = draws
             .into_iter()
-            .map(|(p, theta)| {
-                let key = (1 << 62) + cycle;
-                network(&theta, &modules[p], &setup.source, key, setup.bn_batches)
+            .map(|d| {
+                let key = (1 << 62) + d.cycle;
+                network(
+                    &d.theta,
+                    &modules[d.chain],
+                    &setup.source,
+                    key,
+                    setup.bn_batches,
+                )
             })
             .collect::<Result<Vec<_>, _>>()?;
         for m in drawn {

@@ -120,12 +120,6 @@ pub fn run_toy(cfg: &ToyConfig, show_progress: bool) -> Result<ToyOutcome, AppEr
     out.ok_or_else(|| AppError::Run("a one-process run has no outcome".into()))
 }
 
-/// Runs this rank's chains of `cfg` (all of them in one process); the outcome, gathered from
-/// every rank, on rank 0 (`None` on the others). Rank `r` steps a contiguous block of chains
-/// with the random streams they have in one process, so the outcome is the one-process run's.
-/// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
-/// rank its part) and may stop early or continue a checkpoint; the configuration is stored in
-/// every checkpoint ([`Persist::meta`]).
 /// The checked configuration's target, starting points and sampler spec.
 fn prepare(cfg: &ToyConfig) -> Result<(ToyTarget, Vec<Vec<f64>>, SamplerSpec), AppError> {
     cfg.validate()?;
@@ -144,6 +138,12 @@ pub fn check(cfg: &ToyConfig) -> Result<(), AppError> {
     prepare(cfg).map(drop)
 }
 
+/// Runs this rank's chains of `cfg` (all of them in one process); the outcome, gathered from
+/// every rank, on rank 0 (`None` on the others). Rank `r` steps a contiguous block of chains
+/// with the random streams they have in one process, so the outcome is the one-process run's.
+/// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
+/// rank its part) and may stop early or continue a checkpoint; the configuration is stored in
+/// every checkpoint ([`Persist::meta`]).
 pub fn run_toy_on(
     cfg: &ToyConfig,
     show_progress: bool,

@@ -13,7 +13,6 @@
 //! are read from `DIR/uci/NAME` in the benchmark layout (any such folder
 //! works; a path to a folder works too).
 
-mod distributed;
 pub mod protocol;
 mod swap_variance;
 
@@ -21,13 +20,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::UciDataset;
+use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::{DataDigest, DataRecord, run_series, with_result_file};
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::{Family, SamplerSettings};
 
 use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
-use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{DataDigest, DataRecord, run_series, with_result_file};
-
 use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::output;
@@ -354,7 +352,7 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     Ok(run)
 }
 
-/// Runs `jobs` on `data` ([`run_series`]: `workers` side by side in one process, one after
+/// Runs `jobs`, each on its dataset in `datasets` ([`run_series`]: `workers` side by side in one process, one after
 /// another over the ranks of a distributed run); rank 0's results in job order. A job with
 /// files writes its `result.json`, and a continued folder's finished jobs are read back.
 ///
@@ -425,11 +423,35 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     if a.table && a.resume.is_none() && a.config.is_none() {
         return table(a);
     }
-    if a.distributed {
-        return distributed::run(a);
-    }
-    let p = prepare(a)?;
-    single(&Ranks::local(), &p.config, p.data, a.jobs, &p.out, p.resume)
+    let ranks = crate::distributed::ranks_of(a.distributed)?;
+    // Over ranks, rank 0 resolves the run (a new folder, `--config` or `--resume`) and sends
+    // its settings to the others, which read the data it recorded and check its digest; the
+    // seeds then run one after another, each over every rank.
+    let p = ranks.lead(
+        || {
+            let p = prepare(a)?;
+            if a.distributed && p.config.save_samples {
+                return Err(AppError::Usage(
+                    "--save-samples writes each rank's models and one index: it runs in one \
+                     process"
+                        .into(),
+                ));
+            }
+            Ok(p)
+        },
+        |p| (p.config.clone(), p.out.clone(), p.resume),
+        |(config, out, resume)| {
+            let data = recorded_data(&config, &out.join("config.toml"))?;
+            Ok(Prepared {
+                config,
+                data,
+                out,
+                resume,
+            })
+        },
+    )?;
+    let workers = if a.distributed { 1 } else { a.jobs };
+    single(&ranks, &p.config, p.data, workers, &p.out, p.resume)
 }
 
 /// A run ready to start or continue: its settings (written to `out/config.toml`), its data and

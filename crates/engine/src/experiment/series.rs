@@ -18,7 +18,7 @@ use crate::ranks::{JobError, Ranks};
 /// * In one process `workers` jobs run side by side, each computing on one thread of its own
 ///   ([`side_by_side`]), and every job's outcome comes back, so one failed run (a diverged
 ///   chain) does not lose the others; a job that could not start (its worker's compute pool)
-///   ends the series.
+///   ends the series, whatever the other jobs' outcomes.
 /// * Over the ranks of an MPI job ([`Ranks::is_distributed`]) the jobs run one after another,
 ///   each over every rank on one compute thread per rank; a failure on any rank ends the job
 ///   ([`Ranks::check`]), and rank 0 alone gets the results (the others an empty list).
@@ -120,6 +120,48 @@ mod tests {
                 Ok(v) => assert_eq!(v, j as u64 * 10),
                 Err(e) => assert_eq!((j % 4, e.to_string()), (3, format!("job {j}"))),
             }
+        }
+    }
+
+    #[test]
+    fn over_ranks_the_jobs_run_in_turn_and_rank_zero_gets_the_results() {
+        use std::sync::Arc;
+
+        use sgmcmc_samplers::comm::ThreadGroup;
+
+        let jobs: Vec<u64> = (0..5).collect();
+        let per_rank: Vec<(usize, Vec<u64>, usize)> = std::thread::scope(|s| {
+            let handles: Vec<_> = ThreadGroup::new(3)
+                .into_iter()
+                .map(|g| {
+                    let jobs = &jobs;
+                    s.spawn(move || {
+                        let ranks = Ranks::over(Arc::new(g));
+                        let done = std::sync::atomic::AtomicUsize::new(0);
+                        let tick = || {
+                            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        };
+                        // Each job is a collective: every rank must reach it, in job order.
+                        let run = |j: &u64, r: &Ranks| {
+                            let all = r.gather(*j)?;
+                            Ok::<_, RunError>(all.map(|v| v.iter().sum::<u64>()))
+                        };
+                        let out = run_series(&ranks, jobs, 4, tick, run).unwrap();
+                        let values = out.into_iter().map(Result::unwrap).collect();
+                        (ranks.rank(), values, done.into_inner())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for (rank, values, done) in per_rank {
+            assert_eq!(done, 5);
+            let want: Vec<u64> = if rank == 0 {
+                jobs.iter().map(|j| 3 * j).collect()
+            } else {
+                Vec::new()
+            };
+            assert_eq!(values, want, "rank {rank}");
         }
     }
 

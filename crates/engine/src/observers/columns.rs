@@ -22,7 +22,8 @@ pub struct StepColumns<'a, R> {
 }
 
 impl<'a, R> StepColumns<'a, R> {
-    /// Records `value(report, chain)` after every step for each of this rank's chains.
+    /// Records `value(report, chain)` after every step for each of this rank's chains (`chain`
+    /// its global index, as the report's vectors are indexed).
     pub fn new(value: impl Fn(&StepReport, usize) -> R + 'a) -> Self {
         Self {
             rows: Vec::new(),
@@ -82,12 +83,13 @@ impl<S: Sampler, R: Serialize + DeserializeOwned> Observer<S> for StepColumns<'_
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::observers::OnStep;
-    use crate::{Repeat, Run};
     use sgmcmc_samplers::ensemble::HostEnsemble;
     use sgmcmc_samplers::kernel::Kernel;
     use sgmcmc_samplers::sampler::{Sgmcmc, SgmcmcConfig};
+
+    use super::*;
+    use crate::observers::OnStep;
+    use crate::{Repeat, Run};
 
     type Sgld = Sgmcmc<HostEnsemble>;
 

@@ -14,7 +14,8 @@
 pub struct PrincipalPlane {
     /// The snapshots' mean `m`, the plane's origin.
     pub mean: Vec<f64>,
-    /// The unit directions `u_1, u_2`.
+    /// The directions `u_1, u_2`: unit vectors, but zero where the snapshots span less (an
+    /// eigenvalue of 0: one snapshot, or all of them on a line leave `u_2` zero).
     pub directions: [Vec<f64>; 2],
     /// Each snapshot's coordinates in the plane, in the order given.
     pub coordinates: Vec<(f64, f64)>,

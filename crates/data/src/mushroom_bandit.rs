@@ -1,4 +1,4 @@
-//! The mushroom bandit's rewards and regret (thesis sec. 6.4.3, Riquelme et al. 2018).
+//! The mushroom bandit's rewards, regret and inputs (thesis sec. 6.4.3, Riquelme et al. 2018).
 //!
 //! Two actions per mushroom: not eat (reward 0) or eat (edible: +5; poisonous: -35 or +5 with
 //! probability 1/2 each, mean -15). The oracle eats exactly the edible ones, so its expected
@@ -66,6 +66,15 @@ pub fn regret(poisonous: bool, action: Action) -> f64 {
     oracle(poisonous) - expected_reward(poisonous, action)
 }
 
+/// Appends the input row of a mushroom with its one-hot features `features` and `action` to
+/// `row`: the features, then the action's one-hot pair (pass, eat).
+pub fn input(features: &[f32], action: Action, row: &mut Vec<f32>) {
+    row.extend_from_slice(features);
+    row.extend([0.0, 0.0]);
+    let at = row.len() - 2 + action.index();
+    row[at] = 1.0;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +95,10 @@ mod tests {
         // A run of pulls: pass an edible (5), eat a poisonous (15), eat an edible (0), pass a
         // poisonous (0): cumulative regret 20, whatever the coins.
         let pulls = [(false, Pass), (true, Eat), (false, Eat), (true, Pass)];
+        let mut row = vec![9.0];
+        input(&[1.0, 0.0], Eat, &mut row);
+        input(&[0.0, 1.0], Pass, &mut row);
+        assert_eq!(row, [9.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0]);
         let total: f64 = pulls.iter().map(|&(p, a)| regret(p, a)).sum();
         assert_eq!(total, 20.0);
         // The expected reward is the mean over the coin.
