@@ -214,4 +214,18 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
         assert_eq!(got, want);
         by_hand = fresh();
     }
+    // A schedule of zero steps is refused, not divided by.
+    for bad in [
+        CycleSwag { cycle: 0, ..swag },
+        CycleSwag { every: 0, ..swag },
+    ] {
+        assert!(
+            bad.after_step(&mut fits, 1, (true, true), &[at([0.0, 0.0])])
+                .is_err()
+        );
+    }
+    assert!(
+        swag.after_step(&mut fits, 0, (true, true), &[at([0.0, 0.0])])
+            .is_err()
+    );
 }

@@ -180,7 +180,8 @@ impl CycleSwag {
     /// After the step that made `done` steps in all, with the chains' networks `modules` as
     /// the step left them: adds their parameters to `fits` when due (`sampling`: the step was
     /// in the sampling phase), and at the end of a cycle (or of the run, `last`) returns every
-    /// fitted chain's draws, in chain order, emptying `fits`.
+    /// fitted chain's draws, in chain order, emptying `fits`. Errors on a schedule of zero
+    /// steps (`every`, `cycle`) or `done = 0`.
     pub fn after_step<M: burn::module::Module>(
         &self,
         fits: &mut Vec<Swag>,
@@ -188,6 +189,15 @@ impl CycleSwag {
         (sampling, last): (bool, bool),
         modules: &[M],
     ) -> Result<Vec<SwagDraw>, SamplerError> {
+        for (name, value) in [("every", self.every), ("cycle", self.cycle), ("done", done)] {
+            if value == 0 {
+                return Err(SamplerError::InvalidHyperParameter {
+                    name,
+                    value: "0".into(),
+                    reason: "cycSWAG counts steps from 1",
+                });
+            }
+        }
         if sampling && done.is_multiple_of(self.every) {
             for (p, m) in modules.iter().enumerate() {
                 let theta = crate::ensemble::trainable_values(m)?;
