@@ -16,8 +16,8 @@
 //!
 //! A rank that fails prints one line naming itself and the step (which a run over the ranks,
 //! [`crate::Run::over`], records) and ends the whole job ([`Communicator::abort`],
-//! `MPI_Abort`), so no rank waits forever in a collective. A one-process run is the run over [`Ranks::local`]: the same code path, and
-//! every gather a move without encoding.
+//! `MPI_Abort`), so no rank waits forever in a collective. A one-process run is the run over
+//! [`Ranks::local`]: the same code path, and every gather a move without encoding.
 
 use std::ops::Range;
 use std::sync::Arc;

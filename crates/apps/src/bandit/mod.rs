@@ -9,11 +9,11 @@
 //! convergence diagnostics (`summary.json`).
 //!
 //! The protocol is in [`mod@run`] (loop), [`sgmcmc_data::mushroom_bandit`] (rewards, regret,
-//! inputs), [`agents`] (samplers, acting) and [`config`] (presets). Where it departs from the reference code (`contextual_bandits/` of
-//! the ICSGLD repository: one network output per (mushroom, action), the likelihood's `N` the
-//! buffer's size, regret in expectation, shared minibatches, the registry's contour samplers
-//! as they are, EpsGreedy as the reference's SGD command, Dropout as the reference's dropout
-//! code) and why: `docs/experiments/bandit.md`.
+//! inputs), [`agents`] (samplers, acting) and [`config`] (presets). Where it departs from the
+//! reference code (`contextual_bandits/` of the ICSGLD repository: one network output per
+//! (mushroom, action), the likelihood's `N` the buffer's size, regret in expectation, shared
+//! minibatches, the registry's contour samplers as they are, EpsGreedy as the reference's SGD
+//! command, Dropout as the reference's dropout code) and why: `docs/experiments/bandit.md`.
 
 pub mod agents;
 pub mod config;

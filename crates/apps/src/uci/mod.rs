@@ -352,8 +352,9 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError>
     Ok(run)
 }
 
-/// Runs `jobs`, each on its dataset in `datasets` ([`run_series`]: `workers` side by side in one process, one after
-/// another over the ranks of a distributed run); rank 0's results in job order. A job with
+/// Runs `jobs`, each on its dataset in `datasets` ([`run_series`]: `workers` side by side in
+/// one process, one after another over the ranks of a distributed run); rank 0's results in
+/// job order. A job with
 /// files writes its `result.json`, and a continued folder's finished jobs are read back.
 ///
 /// In one process a failed run (e.g. a diverged chain) is recorded with NaN metrics and its
