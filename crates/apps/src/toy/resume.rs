@@ -27,26 +27,15 @@ struct Meta {
     config: ToyConfig,
 }
 
+/// What a checkpoint of another command is called in the refusal.
+const NOT_OURS: &str = "not a checkpoint of `sgmcmc toy`";
+
 fn encode(every: u64, cfg: &ToyConfig) -> Result<Vec<u8>, AppError> {
     let m = Meta {
         checkpoint_every: every,
         config: cfg.clone(),
     };
-    toml::to_string(&m)
-        .map(String::into_bytes)
-        .map_err(|e| AppError::Run(format!("cannot encode the config: {e}")))
-}
-
-fn decode(path: &Path, meta: &[u8]) -> Result<Meta, AppError> {
-    std::str::from_utf8(meta)
-        .ok()
-        .and_then(|t| toml::from_str(t).ok())
-        .ok_or_else(|| {
-            AppError::Input(format!(
-                "{}: not a checkpoint of `sgmcmc toy` (no toy config in it)",
-                path.display()
-            ))
-        })
+    Ok(sgmcmc_engine::observer::encode(&m)?)
 }
 
 /// The checkpoints the flags ask for (`None` without `--checkpoint-every` or `--stop-after`).
@@ -100,9 +89,13 @@ pub fn finish(
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     let path = dir.join(CHECKPOINT);
     let ranks = crate::distributed::ranks_of(a.distributed)?;
-    let resume = Resume::read::<AppError>((&path, dir), &ranks, "toy", &Terminal::warn)?;
-    let meta = ranks.agree(decode(&path, &resume.checkpoint.meta))?;
-    ranks.agree(resume.check_chains(&path, meta.config.chains, &ranks))?;
+    let (meta, resume) = Resume::read_meta::<Meta, AppError>(
+        (&path, dir),
+        &ranks,
+        ("toy", NOT_OURS),
+        |m| m.config.chains,
+        &Terminal::warn,
+    )?;
     let persist = Persist {
         path: path.clone(),
         every: meta.checkpoint_every,

@@ -537,12 +537,15 @@ where
         let path = f.dir.join("checkpoint.cbor");
         // The run's settings ride in every checkpoint: a resume continues them or is refused.
         let meta = sgmcmc_engine::observer::encode(run)?;
-        // Rank 0 looks for a manifest (each rank's part sits beside it).
-        if f.resume && ranks.broadcast(path.exists())? {
-            let resume =
-                Resume::read::<AppError>((&path, f.run_dir()), ranks, "uci", &Terminal::warn)?;
-            ranks.agree(resume.check_chains(&path, layout.total(), ranks))?;
-            ranks.agree(same_settings(&path, &resume.checkpoint.meta, run))?;
+        if f.resume
+            && let Some(resume) = Resume::if_present::<AppError>(
+                (&path, f.run_dir()),
+                ranks,
+                ("uci", layout.total()),
+                |saved| same_settings(&path, saved, run),
+                &Terminal::warn,
+            )?
+        {
             r = resume.apply(r);
         }
         let checkpoints = Checkpoints::new(path, f.checkpoint_every).with_meta(meta);

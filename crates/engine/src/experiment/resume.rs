@@ -80,6 +80,27 @@ impl Resume {
         Ok((meta, r))
     }
 
+    /// [`Resume::read`] of the checkpoint at `path` if rank 0 finds one there (`None`: the run
+    /// starts afresh, e.g. a seed that had not reached its first checkpoint), checked on every
+    /// rank against the run: its layout of `chains` chains over the ranks, then its meta by
+    /// `check` (e.g. the settings it was written with). A failure on any rank ends the job.
+    pub fn if_present<E: JobError>(
+        (path, dir): (&Path, &Path),
+        ranks: &Ranks,
+        (command, chains): (&str, usize),
+        check: impl FnOnce(&[u8]) -> Result<(), E>,
+        warn: &dyn Fn(&str),
+    ) -> Result<Option<Self>, E> {
+        // Rank 0 looks for the file (a distributed run's manifest; each rank's part beside it).
+        if !ranks.broadcast(path.exists())? {
+            return Ok(None);
+        }
+        let r = Self::read::<E>((path, dir), ranks, command, warn)?;
+        ranks.agree(r.check_chains(path, chains, ranks).map_err(E::from))?;
+        ranks.agree(check(&r.checkpoint.meta))?;
+        Ok(Some(r))
+    }
+
     /// Errors (on every rank alike) unless the checkpoint lays out `chains` chains over the
     /// ranks as this run does.
     pub fn check_chains(&self, path: &Path, chains: usize, ranks: &Ranks) -> Result<(), RunError> {
@@ -131,4 +152,49 @@ pub fn one_process_error(path: &Path, e: RunError, command: &str, dir: &Path) ->
 /// ([`crate::run_dir::fresh_run_dir`]).
 pub fn with_parts(files: &[&'static str]) -> Vec<&'static str> {
     files.iter().copied().chain(["checkpoint.rank-*"]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use sgmcmc_samplers::ensemble::HostEnsemble;
+    use sgmcmc_samplers::kernel::Kernel;
+    use sgmcmc_samplers::sampler::{Sgmcmc, SgmcmcConfig};
+
+    use super::*;
+    use crate::{Checkpoints, Repeat};
+
+    #[test]
+    fn a_checkpoint_is_continued_only_where_one_exists_and_its_meta_fits() {
+        let dir = std::env::temp_dir().join(format!("sgmcmc-if-present-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("checkpoint.cbor");
+        let local = Ranks::local();
+        let ok = |_: &[u8]| Ok::<(), RunError>(());
+        let quiet = |_: &str| {};
+        let found = Resume::if_present::<RunError>((&path, &dir), &local, ("t", 1), ok, &quiet);
+        assert!(found.unwrap().is_none());
+        let ens = HostEnsemble::new(
+            sgmcmc_testfunctions::by_name("normal").unwrap(),
+            &[vec![0.0]],
+            1,
+        )
+        .unwrap();
+        let config = SgmcmcConfig::constant(Kernel::Sgld, 0.1, 1.0);
+        let mut sampler = Sgmcmc::new(config, ens).unwrap();
+        Run::steps(4)
+            .checkpoints(Checkpoints::new(&path, 2).with_meta(b"settings".to_vec()))
+            .run(&mut sampler, &mut Repeat(()))
+            .unwrap();
+        let seen = |meta: &[u8]| {
+            assert_eq!(meta, b"settings");
+            Ok::<(), RunError>(())
+        };
+        let found = Resume::if_present::<RunError>((&path, &dir), &local, ("t", 1), seen, &quiet);
+        assert_eq!(found.unwrap().unwrap().checkpoint.next_step, 4);
+        let refuse = |_: &[u8]| Err(RunError::Setting("other settings".into()));
+        let found = Resume::if_present((&path, &dir), &local, ("t", 1), refuse, &quiet);
+        assert_eq!(found.err().unwrap().to_string(), "other settings");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
