@@ -72,13 +72,8 @@ impl RunFlags {
         stop: E::Stop,
     ) -> Option<Result<(), AppError>> {
         let dir = self.resume.as_ref()?;
-        let ranks = match crate::distributed::ranks_of(self.distributed) {
-            Ok(r) => r,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(sgmcmc_engine::experiment::resume::<E>(
-            &ranks, dir, stop, self.quiet,
-        ))
+        let ranks = crate::distributed::ranks_of(self.distributed);
+        Some(ranks.and_then(|r| sgmcmc_engine::experiment::resume::<E>(&r, dir, stop, self.quiet)))
     }
 
     /// One fresh run over the ranks of this MPI job ([`run_distributed`]): every rank resolves

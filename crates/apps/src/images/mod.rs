@@ -177,14 +177,18 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
 /// [`mod@run`]).
 pub struct Images;
 
-/// The run folder: `--out`, else `runs/images-DATASET-PRESET-SAMPLER`.
-fn out_dir(a: &ImagesArgs, config: &ImagesConfig) -> PathBuf {
-    a.run.out.clone().unwrap_or_else(|| {
+/// The settings `a` asks for (`--config` and the flags) and the run folder: `--out`, else
+/// `runs/images-DATASET-PRESET-SAMPLER`.
+fn resolved(a: &ImagesArgs) -> Result<(ImagesConfig, PathBuf), AppError> {
+    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
+    let config = config_of(a, file.as_ref())?;
+    let dir = a.run.out.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             "runs/images-{}-{}-{}",
             config.dataset, config.preset, config.sampler
         ))
-    })
+    });
+    Ok((config, dir))
 }
 
 fn list() {
@@ -226,17 +230,9 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
         return done;
     }
     if a.run.distributed {
-        let resolve = || {
-            let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
-            let config = config_of(a, file.as_ref())?;
-            let dir = out_dir(a, &config);
-            Ok((config, dir))
-        };
-        return a.run.over_ranks::<Images>(FILES, resolve, stop);
+        return a.run.over_ranks::<Images>(FILES, || resolved(a), stop);
     }
-    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
-    let config = config_of(a, file.as_ref())?;
-    let dir = out_dir(a, &config);
+    let (config, dir) = resolved(a)?;
     let dir = fresh_run_dir(&dir, a.run.force.force, &with_parts(FILES))?;
     let data = ImagesData::load(&a.run.data_root(), &config)?;
     sgmcmc_engine::experiment::execute::<Images>(

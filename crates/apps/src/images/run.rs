@@ -9,8 +9,8 @@
 //!
 //! Over the ranks of `mpirun` ([`super::distributed`]) each rank steps its block of chains and
 //! scores its chains' networks; rank 0 folds every chain's predictions in chain order and
-//! joins the per-step energies and multipliers at the end ([`StepColumns`]), so its files are
-//! the one-process run's.
+//! joins the per-step energies and multipliers at the end (the skeleton's
+//! [`sgmcmc_engine::experiment::Driven`]), so its files are the one-process run's.
 
 use std::path::Path;
 use std::time::Instant;
@@ -20,7 +20,7 @@ use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
-use sgmcmc_engine::observers::{StepColumns, TracePart};
+use sgmcmc_engine::observers::TracePart;
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, probabilities};
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
@@ -489,30 +489,26 @@ impl NetExperiment for Images {
                 .describe::<Images>()
             }),
         };
-        // Every chain's energy and multiplier per step, joined on rank 0 at the end.
-        let mut steps =
-            StepColumns::new(|r: &StepReport, c| [r.energies[c], r.step_sizes[c].multiplier]);
-        let recorders: &mut [&mut dyn Observer<ImagesSampler>] = &mut [&mut recorder, &mut steps];
+        let recorders: &mut [&mut dyn Observer<ImagesSampler>] = &mut [&mut recorder];
         let batches = augmented_batches(config, data, device)?;
-        let trace = if config.prefetch > 0 {
+        let driven = if config.prefetch > 0 {
             let mut batches = Prefetch::new(batches, config.prefetch)?;
             drive(session, schedule, recorders, sampler, &mut batches)?
         } else {
             drive(session, schedule, recorders, sampler, &mut { batches })?
-        };
-        let mut record = recorder.record;
-        record.trace = trace.unwrap_or_default();
-        if record.steps_done == total
-            && let Some(rows) = steps.gather(ranks)?
-        {
-            let multipliers = rows.iter().flatten().map(|[_, m]| *m);
-            record.multiplier_range =
-                multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]);
-            record.energies = rows
-                .into_iter()
-                .map(|r| r.into_iter().map(|[e, _]| e).collect())
-                .collect();
         }
+        .unwrap_or_default();
+        let mut record = recorder.record;
+        record.trace = driven.trace;
+        // Every chain's energies and multiplier range of a finished run.
+        let multipliers = driven.steps.iter().flatten().map(|s| s.multiplier);
+        record.multiplier_range =
+            multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]);
+        record.energies = driven
+            .steps
+            .into_iter()
+            .map(|r| r.into_iter().map(|s| s.energy).collect())
+            .collect();
         Ok(record)
     }
 

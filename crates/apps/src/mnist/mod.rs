@@ -209,13 +209,17 @@ fn one_run(a: &MnistArgs) -> Result<(MnistConfig, PathBuf), AppError> {
         ));
     };
     let config = config_of(a, file.as_ref(), sampler)?;
-    let preset = preset_of(a, file.as_ref());
-    let dir = a
-        .run
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{preset}-{sampler}")));
-    Ok((config, dir))
+    Ok((config, run_dir(a, preset_of(a, file.as_ref()), sampler, 1)))
+}
+
+/// The folder of the run of `sampler`, one of `runs` samplers: `--out` itself for one, a
+/// subfolder of it for each of several, else `runs/mnist-PRESET-SAMPLER`.
+fn run_dir(a: &MnistArgs, preset: &str, sampler: &str, runs: usize) -> PathBuf {
+    match (&a.run.out, runs) {
+        (Some(o), 1) => o.clone(),
+        (Some(o), _) => o.join(sampler),
+        (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{sampler}")),
+    }
 }
 
 /// `sgmcmc mnist` in the experiment skeleton ([`sgmcmc_engine::experiment`]; its filling is in
@@ -307,11 +311,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     let dirs = samplers
         .iter()
         .map(|s| {
-            let dir = match (&a.run.out, samplers.len()) {
-                (Some(o), 1) => o.clone(),
-                (Some(o), _) => o.join(s),
-                (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{s}")),
-            };
+            let dir = run_dir(a, preset, s, samplers.len());
             fresh_run_dir(&dir, a.run.force.force, &with_parts(FILES))
         })
         .collect::<Result<Vec<_>, _>>()?;

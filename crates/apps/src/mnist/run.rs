@@ -25,7 +25,7 @@ use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
-use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, StepColumns, TracePart};
+use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use sgmcmc_engine::{
@@ -330,10 +330,6 @@ impl NetExperiment for Mnist {
             clock: Instant::now(),
         };
         let mut evaluate = evaluations(config, data, ranks, device.clone().inner());
-        // Every chain's energy, multiplier and log weight per step, joined on rank 0 at the end.
-        let mut steps = StepColumns::new(|r: &StepReport, c| {
-            [r.energies[c], r.step_sizes[c].multiplier, r.log_weights[c]]
-        });
         let schedule = Schedule {
             length: Length::Epochs(config.epochs as u64),
             total: config.epochs as u64 * per_epoch,
@@ -354,41 +350,36 @@ impl NetExperiment for Mnist {
         let source =
             DatasetBatches::new(data.train.clone(), norm, config.batch, config.seed, device)?;
         let mut batches = source.map(Batch::from);
-        let trace = drive(
+        let driven = drive(
             session,
             schedule,
-            &mut [&mut recorder, &mut steps, &mut evaluate],
+            &mut [&mut recorder, &mut evaluate],
             sampler,
             &mut batches,
-        )?;
+        )?
+        .unwrap_or_default();
         let eval_seconds = evaluate.seconds();
         let Evaluations { evals, averages } = evaluate.into_state();
         let mut record = Record {
             evals,
             averages,
             eval_seconds,
-            trace: trace.unwrap_or_default(),
+            trace: driven.trace,
             ..recorder.record
         };
-        if record.epochs_done == config.epochs
-            && let Some(rows) = steps.gather(ranks)?
-        {
-            // Every chain's rows in step and chain order.
-            record.steps = (0..)
-                .zip(rows)
-                .flat_map(|(step, row)| {
-                    row.into_iter()
-                        .enumerate()
-                        .map(move |(chain, [e, m, w])| StepRow {
-                            step,
-                            chain,
-                            energy: e,
-                            multiplier: m,
-                            log_weight: w,
-                        })
+        // Every chain's rows of a finished run, in step and chain order.
+        record.steps = (0..)
+            .zip(driven.steps)
+            .flat_map(|(step, row)| {
+                row.into_iter().enumerate().map(move |(chain, s)| StepRow {
+                    step,
+                    chain,
+                    energy: s.energy,
+                    multiplier: s.multiplier,
+                    log_weight: s.log_weight,
                 })
-                .collect();
-        }
+            })
+            .collect();
         Ok(record)
     }
 

@@ -100,7 +100,7 @@ pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
         path: path.clone(),
         every: meta.checkpoint_every,
         stop_after: a.stop_after,
-        meta: encode(meta.checkpoint_every, &meta.config)?,
+        meta: resume.checkpoint.meta.clone(),
         resume: Some(resume),
     };
     finish(&ranks, &meta.config, dir, !a.quiet, Some(persist))

@@ -463,7 +463,7 @@ where
     let burn = total / 2;
     let every = ((total - burn) / run.models.max(1) as u64).max(1);
     let ctx = BuildContext::steps(total).chains(placement.total());
-    let layout = placement.layout().clone();
+    let chains = placement.total();
     let ens = ModuleEnsemble::new_part(posterior, models, run.seed, placement.here().start)?;
     let spec = swap_variance::settings(&run.sampler, ranks.is_distributed())?.spec(&ctx)?;
     let mut sampler = if ranks.is_distributed() {
@@ -541,7 +541,7 @@ where
             && let Some(resume) = Resume::if_present::<AppError>(
                 (&path, f.run_dir()),
                 ranks,
-                ("uci", layout.total()),
+                ("uci", chains),
                 |saved| same_settings(&path, saved, run),
                 &Terminal::warn,
             )?

@@ -34,11 +34,13 @@ use burn::tensor::Device;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sgmcmc_samplers::ensemble::Ensemble;
-use sgmcmc_samplers::sampler::Sampler;
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::device::DeviceChoice;
 use crate::error::RunError;
-use crate::observers::{BLOW_UP, DivergenceGuard, SampleSaver, Trace, TracePart, TraceSummary};
+use crate::observers::{
+    BLOW_UP, DivergenceGuard, SampleSaver, StepColumns, Trace, TracePart, TraceSummary,
+};
 use crate::ranks::{JobError, Ranks};
 use crate::run::Length;
 use crate::run_dir::fresh_run_dir;
@@ -338,19 +340,41 @@ pub fn run_distributed<E: NetExperiment>(
     Ok(())
 }
 
-/// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), the
-/// experiment's `recorders` (in order), a [`Trace`] of the draws' energies and log weights, its
-/// progress observer ([`Console::progress`]), checkpoints carrying the session's meta,
-/// the early stop and the resume, over the session's ranks ([`Run::over`]); rank 0 writes the
-/// settings to `config.toml` before the first step. Returns every rank's trace, joined, on
-/// rank 0.
+/// One chain's values at one step, which [`drive`] records for every step of a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChainStep {
+    /// Stochastic energy `U~` (full-data scale) before the move.
+    pub energy: f64,
+    /// Gradient multiplier of the move (1 for samplers without one).
+    pub multiplier: f64,
+    /// Log importance weight of the pre-move point.
+    pub log_weight: f64,
+}
+
+/// What [`drive`] gives rank 0.
+#[derive(Clone, Debug, Default)]
+pub struct Driven {
+    /// The draws' energies and log weights, every rank's trace joined.
+    pub trace: TracePart,
+    /// Of a run that finished (empty for a stopped one), every chain's values at every step:
+    /// `steps[k][c]` for step `k` and global chain `c`.
+    pub steps: Vec<Vec<ChainStep>>,
+}
+
+/// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), every
+/// chain's values at every step ([`ChainStep`], a [`StepColumns`]), the experiment's
+/// `recorders` (in order), a [`Trace`] of the draws' energies and log weights, its progress
+/// observer ([`Console::progress`]), checkpoints carrying the session's meta, the early stop
+/// and the resume, over the session's ranks ([`Run::over`]); rank 0 writes the settings to
+/// `config.toml` before the first step. Returns what rank 0 gathers ([`Driven`]; `None` on the
+/// other ranks).
 pub fn drive<E, B>(
     session: Session<'_, E>,
     schedule: Schedule<E>,
     recorders: &mut [&mut dyn Observer<E::Sampler>],
     sampler: &mut E::Sampler,
     batches: &mut B,
-) -> Result<Option<TracePart>, E::Error>
+) -> Result<Option<Driven>, E::Error>
 where
     E: NetExperiment,
     B: BatchSource<Batch = <E::Sampler as Sampler>::Batch>,
@@ -363,6 +387,9 @@ where
     let checkpoints =
         Checkpoints::new(checkpoint_path(session.dir), schedule.checkpoint_every).with_meta(meta);
     let mut guard = DivergenceGuard::new().blow_up(BLOW_UP);
+    let mut steps = StepColumns::new(|r: &StepReport, c| {
+        [r.energies[c], r.step_sizes[c].multiplier, r.log_weights[c]]
+    });
     let mut trace = Trace::energies();
     let mut saver = match schedule.save {
         Some(_) if ranks.is_distributed() => {
@@ -379,7 +406,8 @@ where
     };
     let mut run = Run::new(schedule.length)
         .keep_when(schedule.keep)
-        .observe(&mut guard);
+        .observe(&mut guard)
+        .observe(&mut steps);
     for recorder in recorders.iter_mut() {
         run = run.observe(&mut **recorder);
     }
@@ -400,7 +428,25 @@ where
     if ranks.is_leader() {
         crate::fs::write_toml(&session.dir.join("config.toml"), config)?;
     }
-    run.run(sampler, batches)?;
+    let report = run.run(sampler, batches)?;
     drop(progress);
-    Ok(trace.gather(ranks)?)
+    // Collectives every rank reaches alike (the stop is the same on every rank).
+    let trace = trace.gather(ranks)?;
+    let rows = if report.stopped {
+        None
+    } else {
+        steps.gather(ranks)?
+    };
+    let steps = rows.unwrap_or_default().into_iter().map(|row| {
+        let step = |[energy, multiplier, log_weight]: [f64; 3]| ChainStep {
+            energy,
+            multiplier,
+            log_weight,
+        };
+        row.into_iter().map(step).collect()
+    });
+    Ok(trace.map(|trace| Driven {
+        trace,
+        steps: steps.collect(),
+    }))
 }
