@@ -3,7 +3,7 @@
 
 mod common;
 
-use sgmcmc::apps::uci::protocol::{UciRun, run_split};
+use sgmcmc::apps::uci::protocol::{paper, run_split};
 use sgmcmc::data::UciDataset;
 use sgmcmc::data::uci::write_synthetic;
 
@@ -26,7 +26,7 @@ fn the_protocol_learns_a_synthetic_regression_on_every_device() {
     let sd = (y.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (y.len() - 1) as f64).sqrt();
     for (choice, device, scale) in common::devices() {
         for sampler in ["sgld", "csgld"] {
-            let mut run = UciRun::paper(sampler, 1.0, 1.0, 1);
+            let mut run = paper(sampler, 1.0, 1.0, 1);
             run.epochs = (200.0 * scale) as usize;
             run.sampler.lr = 5e-4;
             let r = run_split(&run, &split, &device.clone().autodiff(), None).unwrap();
@@ -77,7 +77,7 @@ fn energy_split_0_with_sgld_beats_the_mean_predictor() {
     let m = y.iter().sum::<f64>() / y.len() as f64;
     let sd = (y.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (y.len() - 1) as f64).sqrt();
     let device = common::devices()[0].1.clone().autodiff();
-    let mut run = UciRun::paper("sgld", 1.0, 1.0, 1);
+    let mut run = paper("sgld", 1.0, 1.0, 1);
     run.epochs = 100;
     let r = run_split(&run, &split, &device, None).unwrap();
     println!(
@@ -102,7 +102,7 @@ fn contour_fields_agree_at_zeta_1_and_the_power_field_freezes_at_zeta_10() {
     let _ = std::fs::remove_dir_all(&dir);
     let device = common::devices()[0].1.clone().autodiff();
     let run = |sampler: &str, field: RandomField, zeta: f64| {
-        let mut run = UciRun::paper(sampler, 1.0, zeta, 3);
+        let mut run = paper(sampler, 1.0, zeta, 3);
         run.epochs = 60;
         run.sampler.lr = 5e-4;
         // Bins of 2 energy units: this small problem's stochastic energy spans several.

@@ -14,18 +14,21 @@
 //! works; a path to a folder works too).
 
 pub mod protocol;
-mod swap_variance;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::UciDataset;
 use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::experiment::Console;
+use sgmcmc_engine::experiment::regression::{
+    RegressionNoise, RegressionResult, RegressionRun, RunFiles, changed_settings, run_regression_on,
+};
 use sgmcmc_engine::experiment::{DataDigest, DataRecord, run_series, with_result_file};
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::{Family, SamplerSettings};
 
-use self::protocol::{RunFiles, UciNoise, UciResult, UciRun, run_split_on};
+use self::protocol::uci_mlp;
 use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::output;
@@ -229,7 +232,7 @@ pub enum NoiseChoice {
 
 impl UciArgs {
     /// The noise model the flags select.
-    pub fn noise_model(&self) -> Result<UciNoise, AppError> {
+    pub fn noise_model(&self) -> Result<RegressionNoise, AppError> {
         match self.noise {
             NoiseChoice::Fixed => {
                 if self.noise_shape.is_some() || self.noise_rate.is_some() {
@@ -237,10 +240,10 @@ impl UciArgs {
                         "--noise-shape and --noise-rate need --noise learned".into(),
                     ));
                 }
-                Ok(UciNoise::Fixed { precision: 1.0 })
+                Ok(RegressionNoise::Fixed { precision: 1.0 })
             }
             NoiseChoice::Learned => {
-                let noise = UciNoise::learned(self.noise_shape, self.noise_rate);
+                let noise = RegressionNoise::learned(self.noise_shape, self.noise_rate);
                 noise.validate()?;
                 Ok(noise)
             }
@@ -256,7 +259,7 @@ pub struct Cell {
     /// Sampler.
     pub sampler: String,
     /// Per-seed results.
-    pub runs: Vec<UciResult>,
+    pub runs: Vec<RegressionResult>,
     /// Mean and sd of the RMSE.
     pub rmse: (f64, f64),
     /// Mean and sd of the test NLL.
@@ -283,7 +286,7 @@ fn dataset_dir(data_dir: Option<&Path>, name: &str) -> PathBuf {
 /// One run of the command: a dataset, the run's settings (with its seed) and its files.
 struct Job {
     dataset: String,
-    run: UciRun,
+    run: RegressionRun,
     files: Option<RunFiles>,
 }
 
@@ -301,7 +304,7 @@ pub struct UciConfig {
     /// Tensor device.
     pub device: DeviceChoice,
     /// The run of seed 0 (the others differ in the seed).
-    pub run: UciRun,
+    pub run: RegressionRun,
     /// Steps between checkpoints (0 = none).
     pub checkpoint_every: u64,
     /// Save the averaged models.
@@ -314,15 +317,15 @@ pub struct UciConfig {
 
 /// The run `a` asks for on `dataset` with `sampler`: the paper's protocol with the flags laid
 /// over it.
-fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<UciRun, AppError> {
+fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<RegressionRun, AppError> {
     let (t, z) = paper_settings(dataset);
     let (t, z) = (a.temperature.unwrap_or(t), a.zeta.unwrap_or(z));
     let protocol = a
         .protocol
         .unwrap_or_else(|| ProtocolChoice::default_for(dataset));
     let mut run = match protocol {
-        ProtocolChoice::Paper => UciRun::paper(sampler, t, z, 0),
-        ProtocolChoice::Standardized => UciRun::standardized(sampler, t, z, 0),
+        ProtocolChoice::Paper => protocol::paper(sampler, t, z, 0),
+        ProtocolChoice::Standardized => protocol::standardized(sampler, t, z, 0),
     }
     .with_field(
         a.field
@@ -365,7 +368,7 @@ fn run_jobs(
     workers: usize,
     jobs: &[Job],
     datasets: &[(String, UciDataset)],
-) -> Result<Vec<UciResult>, AppError> {
+) -> Result<Vec<RegressionResult>, AppError> {
     let device = device.tensor_device("uci")?.autodiff();
     let pb = crate::progress::bar(jobs.len() as u64, "uci runs", ranks.is_leader());
     let results = run_series(
@@ -386,7 +389,7 @@ fn run_jobs(
     results
         .into_iter()
         .map(|r| match r {
-            Err(AppError::Run(why)) => Ok(UciResult::failed(why)),
+            Err(AppError::Run(why)) => Ok(RegressionResult::failed(why)),
             r => r,
         })
         .collect()
@@ -399,11 +402,11 @@ fn run_job(
     data: &UciDataset,
     device: &burn::tensor::Device,
     ranks: &Ranks,
-) -> Result<Option<UciResult>, AppError> {
+) -> Result<Option<RegressionResult>, AppError> {
     let done = job.files.as_ref().map(|f| f.dir.join("result.json"));
     // A result of an older sgmcmc records no settings and is read back as it is.
-    let check = |r: &UciResult, path: &Path| match r.settings.as_ref() {
-        Some(s) if *s != job.run => Err(protocol::changed_settings(path, Some(s), &job.run)),
+    let check = |r: &RegressionResult, path: &Path| match r.settings.as_ref() {
+        Some(s) if *s != job.run => Err(changed_settings(path, Some(s), &job.run).into()),
         _ => Ok(()),
     };
     with_result_file(ranks, done.as_deref(), check, || {
@@ -411,8 +414,9 @@ fn run_job(
         if let Some(f) = &job.files {
             output::run_dir(&f.dir)?;
         }
-        let r = run_split_on(&job.run, &split, device, job.files.as_ref(), ranks)?;
-        Ok(r.map(|r| UciResult {
+        let mlp = uci_mlp(split.n_features);
+        let r = run_regression_on(&job.run, &mlp, &split, device, job.files.as_ref(), ranks)?;
+        Ok(r.map(|r| RegressionResult {
             settings: Some(job.run.clone()),
             ..r
         }))
@@ -578,7 +582,7 @@ fn check_config(config: &UciConfig) -> Result<(), AppError> {
 
 /// Every value of one run's settings, whether they came from flags or from a `config.toml`:
 /// one path for both.
-fn check_run(run: &UciRun) -> Result<(), AppError> {
+fn check_run(run: &RegressionRun) -> Result<(), AppError> {
     let bad = |what: String| Err(AppError::Usage(what));
     if !(1..=64).contains(&run.chains) {
         return bad(format!("chains must lie in 1..=64, got {}", run.chains));
@@ -663,7 +667,7 @@ fn single(
     let jobs: Vec<Job> = (0..config.seeds)
         .map(|seed| Job {
             dataset: config.dataset.clone(),
-            run: UciRun {
+            run: RegressionRun {
                 seed,
                 ..config.run.clone()
             },
@@ -672,6 +676,8 @@ fn single(
                 checkpoint_every: config.checkpoint_every,
                 save_samples: config.save_samples,
                 resume,
+                command: "uci",
+                warn: crate::progress::Terminal::warn,
             }),
         })
         .collect();
@@ -736,7 +742,7 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
         for seed in 0..a.seeds {
             jobs.push(Job {
                 dataset: d.clone(),
-                run: UciRun {
+                run: RegressionRun {
                     seed,
                     ..run.clone()
                 },
@@ -769,8 +775,8 @@ fn check_counts(a: &UciArgs) -> Result<(), AppError> {
     Ok(())
 }
 
-fn cell(dataset: &str, sampler: &str, runs: Vec<UciResult>) -> Cell {
-    let ok: Vec<&UciResult> = runs.iter().filter(|r| r.error.is_none()).collect();
+fn cell(dataset: &str, sampler: &str, runs: Vec<RegressionResult>) -> Cell {
+    let ok: Vec<&RegressionResult> = runs.iter().filter(|r| r.error.is_none()).collect();
     let rmse: Vec<f64> = ok.iter().map(|r| r.rmse).collect();
     let nll: Vec<f64> = ok.iter().map(|r| r.nll).collect();
     Cell {
@@ -788,14 +794,14 @@ fn report(
     cells: &[Cell],
     seeds: u64,
     wall: f64,
-    noise: UciNoise,
+    noise: RegressionNoise,
     out: &Path,
     grid: bool,
 ) -> Result<(), AppError> {
     let mut table = render(cells, seeds, wall);
     {
         use std::fmt::Write;
-        if let UciNoise::Learned { shape, rate } = noise {
+        if let RegressionNoise::Learned { shape, rate } = noise {
             for c in cells {
                 let sds: Vec<f64> = c.runs.iter().filter_map(|r| r.noise_sd).collect();
                 let _ = writeln!(

@@ -15,11 +15,15 @@
 //! * runs a series of independent runs, the seeds of one configuration or the cells of a table
 //!   ([`run_series`], each with its result file: [`with_result_file`]).
 //!
+//! Beside it, the skeleton of a regression experiment: an MLP on a split of tabular data, any
+//! sampler, its model average ([`regression`]).
+//!
 //! Beside it: the run's record ([`RunMeta`]: settings, data digest, device), continuing a
 //! checkpoint on one process or on as many ranks as wrote it ([`Resume`]). The skeleton prints
 //! nothing: lines for the user and progress go through the experiment's [`Console`].
 
 mod meta;
+pub mod regression;
 mod resume;
 mod series;
 

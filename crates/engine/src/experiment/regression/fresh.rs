@@ -1,4 +1,4 @@
-//! Replica exchange on the UCI networks: the swap variance from fresh minibatches.
+//! Replica exchange on regression networks: the swap variance from fresh minibatches.
 //!
 //! The corrected swap (reSGLD, Algorithm 1, eq. 2.12) subtracts `d sigma2_hat / F` from the
 //! energy difference, `sigma2_hat` per pair of adjacent rungs being half the variance of the
@@ -18,21 +18,18 @@ use sgmcmc_samplers::rng::epoch_order;
 use sgmcmc_samplers::sampler::BatchDraw;
 use sgmcmc_samplers::transfer;
 
-use crate::error::AppError;
+use crate::error::RunError;
 
 /// The settings to build for `s`: `resgld` / `resghmc` as `vr-resgld` / `vr-resghmc` without
 /// control variates, other samplers unchanged. Across ranks (`distributed`) the fresh
 /// minibatches would have to be drawn on every rank in step: refused with one line.
-pub(super) fn settings(
-    s: &SamplerSettings,
-    distributed: bool,
-) -> Result<SamplerSettings, AppError> {
+pub fn settings(s: &SamplerSettings, distributed: bool) -> Result<SamplerSettings, RunError> {
     if !matches!(s.name.as_str(), "resgld" | "resghmc") {
         return Ok(s.clone());
     }
     if distributed {
-        return Err(AppError::Usage(format!(
-            "uci --distributed: `{}` runs in one process: its swap variance comes from fresh \
+        return Err(RunError::Setting(format!(
+            "`{}` runs in one process, not over ranks: its swap variance comes from fresh \
              minibatches (deo-* samplers need none)",
             s.name
         )));
@@ -48,7 +45,7 @@ pub(super) fn settings(
 /// `(seed, k)` alone ([`epoch_order`] of a stream apart from the training batches'), so a
 /// resumed run draws the same ones. With more draws than `n / b` batches the draws of one
 /// refresh overlap.
-pub(super) fn fresh_batches(
+pub fn fresh_batches(
     x: Tensor<2>,
     y: Tensor<2>,
     batch: usize,
@@ -72,19 +69,18 @@ pub(super) fn fresh_batches(
 #[cfg(test)]
 mod tests {
     use burn::tensor::{Device, Distribution};
-    use sgmcmc_engine::init;
-    use sgmcmc_models::{Likelihood, Posterior, Scale};
+    use sgmcmc_models::{Activation, Likelihood, MlpConfig, Posterior, Scale};
     use sgmcmc_samplers::checkpoint::AlgorithmState;
     use sgmcmc_samplers::ensemble::ModuleEnsemble;
     use sgmcmc_samplers::registry::BuildContext;
     use sgmcmc_samplers::sampler::Sampler;
 
     use super::*;
-    use crate::uci::protocol::uci_mlp;
+    use crate::init;
 
-    /// `sigma2_hat` after 30 steps of a two-rung reSGLD on a UCI network, refreshed every 5
-    /// steps from 4 estimates; built as `uci` builds it (`fresh`) or as it did before, the
-    /// replica's own refresh on the step's batch.
+    /// `sigma2_hat` after 30 steps of a two-rung reSGLD on the UCI benchmark's network,
+    /// refreshed every 5 steps from 4 estimates; built as a regression run builds it (`fresh`)
+    /// or with the replica's own refresh on the step's batch.
     fn swap_variance_after(fresh: bool) -> Vec<f64> {
         let device = Device::flex().autodiff();
         let (n, d) = (200, 4);
@@ -96,7 +92,13 @@ mod tests {
             likelihood: Likelihood::Gaussian { precision: 1.0 },
             scale: Scale::from_weight_decay(n, 1e-4),
         };
-        let nets = init::chains(&device, 1, 2, || uci_mlp(d).init(&device));
+        let mlp = MlpConfig {
+            inputs: d,
+            hidden: vec![50],
+            outputs: 1,
+            activation: Activation::Relu,
+        };
+        let nets = init::chains(&device, 1, 2, || mlp.init(&device));
         let chains = ModuleEnsemble::new(post, nets, 1).unwrap();
         let mut s = SamplerSettings {
             lr: 1e-4,
@@ -155,7 +157,7 @@ mod tests {
         );
         assert!(matches!(
             settings(&SamplerSettings::named("resgld"), true),
-            Err(AppError::Usage(m)) if m.contains("runs in one process")
+            Err(RunError::Setting(m)) if m.contains("runs in one process")
         ));
         // Draws differ across draws and refreshes and repeat for the same `(k, j)`.
         let device = Device::flex();
