@@ -5,10 +5,10 @@
 use sgmcmc::burn::nn::{Linear, LinearConfig};
 use sgmcmc::burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc::engine::init;
-use sgmcmc::engine::observers::{Evaluate, OnSample, Scored, Scoring};
+use sgmcmc::engine::observers::{AfterStep, Evaluate, OnSample, Scored, Scoring};
 use sgmcmc::engine::{Length, Progress, Ranks, Repeat, Run};
 use sgmcmc::models::{ModelPosterior, nll_fn};
-use sgmcmc::samplers::ensemble::ModuleEnsemble;
+use sgmcmc::samplers::ensemble::{Ensemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
 use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
 
@@ -89,6 +89,67 @@ fn evaluations_score_the_pre_move_models_and_the_final_ones_in_chain_order() {
     }
     // The models moved between evaluations: pre-move is not post-move.
     assert_ne!(rows[2][0].3, rows[3][0].3);
+}
+
+/// The values of every chain's model of `s`.
+fn chain_values<S: Sampler<Ensemble: Ensemble<Snapshot = Vec<Linear>>>>(s: &S) -> Vec<Vec<f32>> {
+    let mut models = Vec::new();
+    s.ensemble().snapshot_into(&mut models);
+    models.iter().map(values).collect()
+}
+
+/// `Evaluate::after_each_step` sees every step's models as the step left them (the chains'
+/// own, to the bit), after that step's evaluation has folded the pre-move models.
+#[test]
+fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
+    let device = Device::flex().autodiff();
+    let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
+    let models = init::chains(&device, 5, 2, || LinearConfig::new(1, 1).init(&device));
+    let ensemble = ModuleEnsemble::new(posterior, models, 5).unwrap();
+    let mut sampler =
+        Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-3, 1.0), ensemble).unwrap();
+    let ranks = Ranks::local();
+    // (step, whether an evaluation wrote it, every chain's values), in the order written.
+    type Log = Vec<(u64, bool, Vec<Vec<f32>>)>;
+    let mut evaluate = Evaluate::new(
+        &ranks,
+        |at: &Progress| at.step % 3 == 0,
+        |_: &Scoring<'_>, m: &Linear| Ok(values(m)),
+        |log: &mut Log, s: Scored<'_, Vec<f32>>| {
+            log.push((s.at.step, true, s.scores));
+            Ok(())
+        },
+    )
+    .after_each_step(|log: &mut Log, at: &Progress, _, models: &[Linear]| {
+        log.push((at.step, false, models.iter().map(values).collect()));
+        Ok(())
+    });
+    let mut after: Vec<Vec<Vec<f32>>> = Vec::new();
+    let mut reference = AfterStep(|_: &Progress, s: &_, _: &_| {
+        after.push(chain_values(s));
+        Ok::<(), sgmcmc::engine::RunError>(())
+    });
+    Run::new(Length::Steps(7))
+        .observe(&mut evaluate)
+        .observe(&mut reference)
+        .run(&mut sampler, &mut Repeat(line(&device)))
+        .unwrap();
+    let log = evaluate.into_state();
+    let order: Vec<(u64, bool)> = log.iter().map(|(k, e, _)| (*k, *e)).collect();
+    let want: Vec<(u64, bool)> = (0..7)
+        .flat_map(|k| {
+            [(k, true), (k, false)]
+                .into_iter()
+                .filter(move |(_, e)| !e || k % 3 == 0)
+        })
+        .collect();
+    assert_eq!(order, want);
+    let evals: Vec<&Vec<Vec<f32>>> = log.iter().filter(|l| l.1).map(|l| &l.2).collect();
+    // The evaluation at step 3 scores the pre-move models, those step 2 left, not step 3's.
+    assert_eq!(evals[1], &after[2]);
+    assert_ne!(after[2], after[3]);
+    let each: Vec<Vec<Vec<f32>>> = log.into_iter().filter(|l| !l.1).map(|l| l.2).collect();
+    assert_eq!(each, after);
 }
 
 /// `Evaluate::kept` scores exactly the samples `Kept` hands out (after the burn-in, every

@@ -12,10 +12,11 @@ use sgmcmc_samplers::comm::Communicator;
 use crate::error::RunError;
 use crate::fs::write_atomic;
 
-/// Format version of [`Checkpoint`] files (3: the run loop's observers of the experiment
-/// skeleton, `toy`, `mnist` and `images` changed; a checkpoint of an earlier format is refused
-/// with both numbers).
-pub const VERSION: u32 = 3;
+/// Format version of [`Checkpoint`] files (4: the experiment skeleton's run loop counts the
+/// steps' time itself and `images` evaluates through the engine's `Evaluate`, so `mnist` and
+/// `images` checkpoint other observers; a checkpoint of an earlier format is refused with both
+/// numbers).
+pub const VERSION: u32 = 4;
 
 /// One checkpoint file (CBOR).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! One `sgmcmc images` run on the engine: the sampler over ImageClassifier chains, the augmented
-//! batches, the recorder observer (evaluation, model averages), checkpoints and resume.
+//! batches, the evaluations (the engine's `Evaluate`: scores, model averages, cycSWAG's draws),
+//! checkpoints and resume.
 //!
 //! Every `eval_every` epochs (counted in steps) and before the last step, each chain's
 //! pre-move network is scored on the test set; past `burn_epochs` (and in the sampling phase
@@ -8,28 +9,26 @@
 //! out-of-distribution set too. Replica exchange samples from the chain on rung 0 only.
 //!
 //! Over the ranks of `mpirun` ([`super::distributed`]) each rank steps its block of chains and
-//! scores its chains' networks; rank 0 folds every chain's predictions in chain order and
-//! joins the per-step energies and multipliers at the end (the skeleton's
-//! [`sgmcmc_engine::experiment::Driven`]), so its files are the one-process run's.
+//! scores its chains' networks; rank 0 folds every chain's predictions in chain order (the
+//! engine's `Evaluate`) and joins the per-step energies and multipliers at the end (the
+//! skeleton's [`sgmcmc_engine::experiment::Driven`]), so its files are the one-process run's.
 
 use std::path::Path;
-use std::time::Instant;
 
-use burn::module::Module;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
-use sgmcmc_engine::observers::TracePart;
+use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, probabilities};
-use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, RunError, init};
+use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, init};
 use sgmcmc_models::metrics::{ClassifierMetrics, OodMetrics, sorted_entropy};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
-use sgmcmc_samplers::sampler::{Sampler, StepReport};
+use sgmcmc_samplers::sampler::StepReport;
 use sgmcmc_samplers::swag::{CycleSwag, Swag};
 
 use crate::distributed::Ranks;
@@ -67,7 +66,7 @@ pub struct EvalRow {
     pub effective_models: f64,
 }
 
-/// What a run has recorded so far (checkpointed).
+/// What a run recorded.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Steps done.
@@ -81,20 +80,16 @@ pub struct Record {
     /// The last collected sample on its own: the "single final sample" the model average is
     /// compared with.
     pub last_sample: Option<LastSample>,
-    /// cycSWAG: each chain's fit of the current cycle.
-    pub swag: Vec<Swag>,
-    /// Training wall time so far (excluding evaluation), seconds.
+    /// Training wall time (the steps, evaluation excluded), seconds.
     pub train_seconds: f64,
-    /// Evaluation wall time so far, seconds.
+    /// Evaluation wall time, seconds.
     pub eval_seconds: f64,
     /// The averaged networks' energies and log weights, every chain's (on rank 0 of a finished
-    /// run; not in the recorder's checkpoints, which hold the trace's own state).
-    #[serde(default)]
+    /// run).
     pub trace: TracePart,
     /// The smallest and largest gradient multiplier of any step of any chain (1 for samplers
     /// without one; a contour sampler whose range stays near 1 samples as its base kernel), of
     /// a finished run.
-    #[serde(default = "empty_range")]
     pub multiplier_range: [f64; 2],
 }
 
@@ -158,210 +153,151 @@ pub struct Stop {
     pub after_steps: Option<u64>,
 }
 
-/// What the recorder needs for cycSWAG: the schedule of the fits and draws, and what
-/// refreshes a draw's BatchNorm statistics.
-struct SwagSetup {
-    cycles: CycleSwag,
-    bn_batches: usize,
-    source: TrainBatcher,
+/// What the evaluations fold (checkpointed with the run): the rows, the model averages, the
+/// last collected network on its own, and cycSWAG's fits of the current cycle.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Evaluations {
+    evals: Vec<EvalRow>,
+    averages: Averages,
+    last_sample: Option<LastSample>,
+    swag: Vec<Swag>,
 }
 
-/// The run's recorder (see the module docs).
-struct Recorder<'a> {
-    data: &'a ImagesData,
-    ranks: &'a Ranks,
-    swag: Option<SwagSetup>,
-    plain: Device,
-    eval_steps: u64,
-    burn_steps: u64,
-    per_epoch: u64,
-    held: Option<Vec<ImageClassifier>>,
-    record: Record,
-    clock: Instant,
-}
-
-impl Recorder<'_> {
-    fn is_eval_step(&self, at: &Progress) -> bool {
-        (at.step > 0 && at.step.is_multiple_of(self.eval_steps)) || at.is_last()
-    }
-
-    fn evaluate(
-        &mut self,
-        report: &StepReport,
-        models: &[ImageClassifier],
-        last: bool,
-    ) -> Result<(), AppError> {
-        let k = report.step;
-        let sampling = report.phase != Some(Phase::Exploration);
-        let collect = k >= self.burn_steps && sampling;
-        // cycSWAG averages its draws, not the SGD iterates.
-        let collect = collect && self.swag.is_none();
-        let (classes, test, curve) = (self.data.classes(), &self.data.test, &self.data.curve);
-        let mine = models
-            .iter()
-            .zip(report.local.clone())
-            .map(|(m, p)| {
-                // The engine's rule (`Kept::chains`): replica exchange samples from the chain
-                // on rung 0 after this step's swaps, at its pre-move point.
-                let sample = report.rungs.get(p).is_none_or(|r| *r == 0);
-                let collected = collect && sample;
-                ChainProbs::of(m, self.data, &self.plain, (collected, collected || last))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let Some(all) = self.ranks.gather_chains(mine)? else {
-            return Ok(());
-        };
-        let (mut chains, mut full) = (Vec::new(), Vec::new());
-        for (p, c) in all.into_iter().enumerate() {
-            // The curve's images are the first ones of the test set.
-            chains.push(metrics(&c.test[..curve.len() * classes], curve));
-            full.push(c.whole.then(|| metrics(&c.test, test)));
-            if c.collected {
-                let w = report.log_weights.get(p).copied().unwrap_or(0.0);
-                self.collect_probs(w, c.test, c.ood);
-            }
-        }
-        let bma = self
-            .record
-            .averages
-            .test
-            .mean()
-            .map(|m| metrics(&m, &self.data.test));
-        let bma_ood = self
-            .record
-            .averages
-            .ood
-            .mean()
-            .map(|m| OodMetrics::of(&m, classes));
-        self.record.evals.push(EvalRow {
-            epoch: k as f64 / self.per_epoch as f64,
-            step: k,
-            chains,
-            full,
-            bma,
-            bma_ood,
-            models: self.record.averages.test.models(),
-            effective_models: self.record.averages.test.effective_models(),
-        });
-        Ok(())
-    }
-}
-
-impl Recorder<'_> {
-    /// Adds network `m` (with test-set probabilities `probs`) to the model averages with log
-    /// weight `w`, scoring it on the out-of-distribution set too.
-    fn collect(&mut self, m: &ImageClassifier, w: f64, probs: Vec<f64>) -> Result<(), AppError> {
-        let ood = ChainProbs::ood_of(m, self.data, &self.plain)?;
-        self.collect_probs(w, probs, ood);
-        Ok(())
-    }
-
+impl Evaluations {
     /// Adds a network's test-set probabilities `probs` and out-of-distribution ones `ood` (if
     /// the run has the set) to the model averages with log weight `w`.
-    fn collect_probs(&mut self, w: f64, probs: Vec<f64>, ood: Option<Vec<f64>>) {
-        let classes = self.data.classes();
-        self.record.averages.test.add_log(w, &probs);
+    fn collect(&mut self, data: &ImagesData, w: f64, probs: Vec<f64>, ood: Option<Vec<f64>>) {
+        let classes = data.classes();
+        self.averages.test.add_log(w, &probs);
         let mut last = LastSample {
-            test: metrics(&probs, &self.data.test),
-            reliability: reliability(&probs, &self.data.test),
+            test: metrics(&probs, &data.test),
+            reliability: reliability(&probs, &data.test),
             ..LastSample::default()
         };
         if let Some(q) = ood {
             last.ood = OodMetrics::of(&q, classes);
             last.ood_entropy = sorted_entropy(&q, classes);
-            self.record.averages.ood.add_log(w, &q);
+            self.averages.ood.add_log(w, &q);
         }
-        self.record.last_sample = Some(last);
+        self.last_sample = Some(last);
     }
+}
 
-    /// cycSWAG after the step `at`: the chains' iterates join their fits; at the end of a cycle
-    /// the draws from the fits, their BatchNorm statistics refreshed, join the model average.
-    fn swag_step(
-        &mut self,
+/// cycSWAG in the evaluations: the schedule of the fits and draws, and what refreshes a draw's
+/// BatchNorm statistics and scores it.
+struct SwagSetup<'a> {
+    cycles: CycleSwag,
+    bn_batches: usize,
+    source: TrainBatcher,
+    data: &'a ImagesData,
+    plain: Device,
+}
+
+impl SwagSetup<'_> {
+    /// After the step `at`: the chains' iterates (`modules`) join their fits; at the end of a
+    /// cycle the draws from the fits, their BatchNorm statistics refreshed, join the model
+    /// average with weight 1.
+    fn after_step(
+        &self,
+        st: &mut Evaluations,
         at: &Progress,
-        sampler: &ImagesSampler,
         report: &StepReport,
+        modules: &[ImageClassifier],
     ) -> Result<(), AppError> {
-        let Some(setup) = self.swag.as_ref() else {
-            return Ok(());
-        };
-        let done = at.step + 1;
-        let modules: Vec<ImageClassifier> = sampler.ensemble().modules().cloned().collect();
         let sampling = report.phase == Some(Phase::Sampling);
-        let draws = setup
+        let draws = self
             .cycles
-            .after_step(
-                &mut self.record.swag,
-                done,
-                (sampling, at.is_last()),
-                &modules,
-            )
+            .after_step(&mut st.swag, at.step + 1, (sampling, at.is_last()), modules)
             // The fits are of these very networks: an internal failure, exit 1.
             .map_err(|e| AppError::Run(format!("cycSWAG: {e}")))?;
-        let drawn = draws
-            .into_iter()
-            .map(|d| {
-                let key = (1 << 62) + d.cycle;
-                network(
-                    &d.theta,
-                    &modules[d.chain],
-                    &setup.source,
-                    key,
-                    setup.bn_batches,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        for m in drawn {
-            let probs = probabilities(&m, &self.data.test, &self.data.normaliser, &self.plain)?;
-            self.collect(&m, 0.0, probs)?;
+        for d in draws {
+            let key = (1 << 62) + d.cycle;
+            let m = network(
+                &d.theta,
+                &modules[d.chain],
+                &self.source,
+                key,
+                self.bn_batches,
+            )?;
+            let (data, plain) = (self.data, &self.plain);
+            let probs = probabilities(&m, &data.test, &data.normaliser, plain)?;
+            st.collect(data, 0.0, probs, ChainProbs::ood_of(&m, data, plain)?);
         }
         Ok(())
     }
 }
 
-impl Observer<ImagesSampler> for Recorder<'_> {
-    fn on_start(&mut self, _: &Progress, _: &ImagesSampler) -> Result<(), RunError> {
-        self.clock = Instant::now();
-        Ok(())
+/// The run's evaluations (see the module docs): every `eval_every` epochs (in steps) and at
+/// the last step each chain's pre-move network is scored; past the burn-in, in the sampling
+/// phase, the sample chains' networks join the model average, or with cycSWAG (`swag`) the
+/// draws from its fits at each cycle's end instead.
+fn evaluations<'a>(
+    session: &Session<'a, Images>,
+    data: &'a ImagesData,
+    plain: Device,
+    swag: Option<SwagSetup<'a>>,
+) -> Evaluate<'a, ImageClassifier, ChainProbs, Evaluations> {
+    let config = &session.meta.config;
+    let per_epoch = steps_per_epoch(config, data);
+    let (eval, burn) = (eval_steps(config, per_epoch), burn_steps(config, per_epoch));
+    let (cycswag, classes) = (swag.is_some(), data.classes());
+    let evaluate = Evaluate::new(
+        session.ranks,
+        move |at: &Progress| (at.step > 0 && at.step.is_multiple_of(eval)) || at.is_last(),
+        move |s: &Scoring<'_>, m: &ImageClassifier| {
+            // cycSWAG averages its draws, not the SGD iterates. The engine's rule
+            // (`Kept::chains`): replica exchange samples from the chain on rung 0 after this
+            // step's swaps, at its pre-move point.
+            let sampling = s.report.phase != Some(Phase::Exploration);
+            let sample = s.report.rungs.get(s.chain).is_none_or(|r| *r == 0);
+            let collected = s.at.step >= burn && sampling && !cycswag && sample;
+            let whole = collected || s.at.is_last();
+            ChainProbs::of(m, data, &plain, (collected, whole)).map_err(|e| e.to_string())
+        },
+        move |st: &mut Evaluations, s: Scored<'_, ChainProbs>| {
+            let (test, curve) = (&data.test, &data.curve);
+            let (mut chains, mut full) = (Vec::new(), Vec::new());
+            for (p, c) in s.scores.into_iter().enumerate() {
+                // The curve's images are the first ones of the test set.
+                chains.push(metrics(&c.test[..curve.len() * classes], curve));
+                full.push(c.whole.then(|| metrics(&c.test, test)));
+                if c.collected {
+                    let w = s.report.log_weights.get(p).copied().unwrap_or(0.0);
+                    st.collect(data, w, c.test, c.ood);
+                }
+            }
+            let averages = &st.averages;
+            st.evals.push(EvalRow {
+                epoch: s.at.step as f64 / per_epoch as f64,
+                step: s.at.step,
+                chains,
+                full,
+                bma: averages.test.mean().map(|m| metrics(&m, test)),
+                bma_ood: averages.ood.mean().map(|m| OodMetrics::of(&m, classes)),
+                models: averages.test.models(),
+                effective_models: averages.test.effective_models(),
+            });
+            Ok(())
+        },
+    );
+    match swag {
+        Some(setup) => evaluate.after_each_step(move |st, at, report, modules| {
+            setup
+                .after_step(st, at, report, modules)
+                .map_err(|e| e.to_string())
+        }),
+        None => evaluate,
     }
+}
 
-    fn before_step(&mut self, at: &Progress, sampler: &ImagesSampler) -> Result<(), RunError> {
-        if self.is_eval_step(at) {
-            // `valid` copies: a clone would share its BatchNorm running statistics with the
-            // chain, which the step is about to update.
-            self.held = Some(sampler.ensemble().modules().map(Module::valid).collect());
-        }
-        Ok(())
-    }
+/// Steps between evaluations.
+fn eval_steps(config: &ImagesConfig, per_epoch: u64) -> u64 {
+    steps_of(config.eval_every, per_epoch)
+}
 
-    fn on_step(
-        &mut self,
-        at: &Progress,
-        sampler: &ImagesSampler,
-        report: &StepReport,
-    ) -> Result<(), RunError> {
-        self.record.train_seconds += self.clock.elapsed().as_secs_f64();
-        let t = Instant::now();
-        if let Some(models) = self.held.take() {
-            self.evaluate(report, &models, at.is_last())
-                .map_err(|e| RunError::Observer(e.to_string()))?;
-        }
-        self.swag_step(at, sampler, report)
-            .map_err(|e| RunError::Observer(e.to_string()))?;
-        self.record.eval_seconds += t.elapsed().as_secs_f64();
-        self.record.steps_done = at.step + 1;
-        self.clock = Instant::now();
-        Ok(())
-    }
-
-    fn save(&self) -> Result<Vec<u8>, RunError> {
-        sgmcmc_engine::observer::encode(&self.record)
-    }
-
-    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.record = sgmcmc_engine::observer::decode(state)?;
-        Ok(())
-    }
+/// Steps of the burn-in.
+fn burn_steps(config: &ImagesConfig, per_epoch: u64) -> u64 {
+    (config.burn_epochs * per_epoch as f64).round() as u64
 }
 
 impl NetExperiment for Images {
@@ -426,7 +362,6 @@ impl NetExperiment for Images {
         sampler: &mut ImagesSampler,
         device: &Device,
     ) -> Result<Record, AppError> {
-        let ranks = session.ranks;
         let config = &session.meta.config.clone();
         let per_epoch = steps_per_epoch(config, data);
         let total = total_steps(config, data);
@@ -443,23 +378,11 @@ impl NetExperiment for Images {
             },
             bn_batches: config.bn_batches,
             source: TrainBatcher::new(config, data, device),
-        });
-        let mut recorder = Recorder {
             data,
-            ranks,
-            swag,
             plain: device.clone().inner(),
-            eval_steps: steps_of(config.eval_every, per_epoch),
-            burn_steps: (config.burn_epochs * per_epoch as f64).round() as u64,
-            per_epoch,
-            held: None,
-            record: Record {
-                multiplier_range: empty_range(),
-                ..Record::default()
-            },
-            clock: Instant::now(),
-        };
-        let (burn, eval) = (recorder.burn_steps, recorder.eval_steps);
+        });
+        let mut evaluate = evaluations(&session, data, device.clone().inner(), swag);
+        let (burn, eval) = (burn_steps(config, per_epoch), eval_steps(config, per_epoch));
         let schedule = Schedule {
             length: Length::Steps(total),
             total,
@@ -489,7 +412,7 @@ impl NetExperiment for Images {
                 .describe::<Images>()
             }),
         };
-        let recorders: &mut [&mut dyn Observer<ImagesSampler>] = &mut [&mut recorder];
+        let recorders: &mut [&mut dyn Observer<ImagesSampler>] = &mut [&mut evaluate];
         let batches = augmented_batches(config, data, device)?;
         let driven = if config.prefetch > 0 {
             let mut batches = Prefetch::new(batches, config.prefetch)?;
@@ -498,18 +421,30 @@ impl NetExperiment for Images {
             drive(session, schedule, recorders, sampler, &mut { batches })?
         }
         .unwrap_or_default();
-        let mut record = recorder.record;
-        record.trace = driven.trace;
+        let eval_seconds = evaluate.seconds();
+        let Evaluations {
+            evals,
+            averages,
+            last_sample,
+            ..
+        } = evaluate.into_state();
         // Every chain's energies and multiplier range of a finished run.
         let multipliers = driven.steps.iter().flatten().map(|s| s.multiplier);
-        record.multiplier_range =
-            multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]);
-        record.energies = driven
-            .steps
-            .into_iter()
-            .map(|r| r.into_iter().map(|s| s.energy).collect())
-            .collect();
-        Ok(record)
+        Ok(Record {
+            steps_done: driven.steps_done,
+            energies: driven
+                .steps
+                .iter()
+                .map(|r| r.iter().map(|s| s.energy).collect())
+                .collect(),
+            evals,
+            averages,
+            last_sample,
+            train_seconds: driven.train_seconds,
+            eval_seconds,
+            trace: driven.trace,
+            multiplier_range: multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]),
+        })
     }
 
     fn stopped(config: &ImagesConfig, data: &ImagesData, record: &Record) -> Option<String> {

@@ -1,5 +1,5 @@
-//! One `sgmcmc mnist` run on the engine: the sampler, the batches, the recorder and the
-//! evaluations, checkpoints and resume.
+//! One `sgmcmc mnist` run on the engine: the sampler, the batches, the evaluations,
+//! checkpoints and resume.
 //!
 //! Epoch `e` visits the training images in the order `epoch_order(N, seed, e)` in batches
 //! (the last partial batch dropped). At the start of every `eval_every`-th epoch and of the last
@@ -17,7 +17,6 @@
 //! manifest.
 
 use std::path::Path;
-use std::time::Instant;
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
@@ -28,15 +27,12 @@ use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive
 use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
-use sgmcmc_engine::{
-    BatchSource as _, Checkpoint, DatasetBatches, Length, Observer, Progress, RunError, init,
-};
+use sgmcmc_engine::{BatchSource as _, Checkpoint, DatasetBatches, Length, Progress, init};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
-use sgmcmc_samplers::sampler::StepReport;
 
 use crate::distributed::Ranks;
 use crate::error::AppError;
@@ -77,7 +73,7 @@ pub struct EvalRow {
     pub effective_models: f64,
 }
 
-/// What a run has recorded so far (checkpointed).
+/// What a run recorded.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Epochs done.
@@ -93,8 +89,7 @@ pub struct Record {
     /// Evaluation wall time so far, seconds.
     pub eval_seconds: f64,
     /// The averaged models' energies and log weights, every chain's (on rank 0 of a finished
-    /// run; not in the recorder's checkpoints, which hold the trace's own state).
-    #[serde(default)]
+    /// run).
     pub trace: TracePart,
 }
 
@@ -174,37 +169,6 @@ fn keeps(config: &MnistConfig, per_epoch: u64) -> impl Fn(u64) -> bool + 'static
     move |k| {
         let e = (k / per_epoch) as usize;
         k.is_multiple_of(per_epoch) && e >= first && is_eval_epoch(&config, e)
-    }
-}
-
-/// The run's recorder: the training time (the sampler's steps) and the epochs done.
-/// Checkpointed with the run.
-struct Recorder {
-    record: Record,
-    clock: Instant,
-}
-
-impl Observer<MnistSampler> for Recorder {
-    fn before_step(&mut self, _: &Progress, _: &MnistSampler) -> Result<(), RunError> {
-        self.clock = Instant::now();
-        Ok(())
-    }
-
-    fn on_step(&mut self, at: &Progress, _: &MnistSampler, _: &StepReport) -> Result<(), RunError> {
-        self.record.train_seconds += self.clock.elapsed().as_secs_f64();
-        if at.ends_epoch() {
-            self.record.epochs_done = at.epoch() as usize + 1;
-        }
-        Ok(())
-    }
-
-    fn save(&self) -> Result<Vec<u8>, RunError> {
-        sgmcmc_engine::observer::encode(&self.record)
-    }
-
-    fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        self.record = sgmcmc_engine::observer::decode(state)?;
-        Ok(())
     }
 }
 
@@ -325,10 +289,6 @@ impl NetExperiment for Mnist {
         let ranks = session.ranks;
         let config = &session.meta.config.clone();
         let per_epoch = steps_per_epoch(config, data) as u64;
-        let mut recorder = Recorder {
-            record: Record::default(),
-            clock: Instant::now(),
-        };
         let mut evaluate = evaluations(config, data, ranks, device.clone().inner());
         let schedule = Schedule {
             length: Length::Epochs(config.epochs as u64),
@@ -353,7 +313,7 @@ impl NetExperiment for Mnist {
         let driven = drive(
             session,
             schedule,
-            &mut [&mut recorder, &mut evaluate],
+            &mut [&mut evaluate],
             sampler,
             &mut batches,
         )?
@@ -361,11 +321,13 @@ impl NetExperiment for Mnist {
         let eval_seconds = evaluate.seconds();
         let Evaluations { evals, averages } = evaluate.into_state();
         let mut record = Record {
+            epochs_done: (driven.steps_done / per_epoch) as usize,
             evals,
             averages,
+            train_seconds: driven.train_seconds,
             eval_seconds,
             trace: driven.trace,
-            ..recorder.record
+            ..Record::default()
         };
         // Every chain's rows of a finished run, in step and chain order.
         record.steps = (0..)

@@ -43,7 +43,7 @@ use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use crate::device::DeviceChoice;
 use crate::error::RunError;
 use crate::observers::{
-    BLOW_UP, DivergenceGuard, SampleSaver, StepColumns, Trace, TracePart, TraceSummary,
+    BLOW_UP, DivergenceGuard, SampleSaver, StepColumns, Trace, TracePart, TraceSummary, TrainClock,
 };
 use crate::ranks::{JobError, Ranks};
 use crate::run::Length;
@@ -363,10 +363,16 @@ pub struct Driven {
     /// Of a run that finished (empty for a stopped one), every chain's values at every step:
     /// `steps[k][c]` for step `k` and global chain `c`.
     pub steps: Vec<Vec<ChainStep>>,
+    /// Steps done, over every session of the run.
+    pub steps_done: u64,
+    /// Seconds rank 0's steps took ([`TrainClock`]: the sampler's step and the
+    /// [`Observer::before_step`] of the experiment's recorders), over every session of the run.
+    pub train_seconds: f64,
 }
 
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), every
-/// chain's values at every step ([`ChainStep`], a [`StepColumns`]), the experiment's
+/// chain's values at every step ([`ChainStep`], a [`StepColumns`]), the steps' time
+/// ([`TrainClock`]), the experiment's
 /// `recorders` (in order), a [`Trace`] of the draws' energies and log weights, its progress
 /// observer ([`Console::progress`]), checkpoints carrying the session's meta, the early stop
 /// and the resume, over the session's ranks ([`Run::over`]); rank 0 writes the settings to
@@ -395,6 +401,7 @@ where
         [r.energies[c], r.step_sizes[c].multiplier, r.log_weights[c]]
     });
     let mut trace = Trace::energies();
+    let mut clock = TrainClock::new();
     let mut saver = match schedule.save {
         Some(_) if ranks.is_distributed() => {
             return Err(RunError::Setting(
@@ -411,7 +418,8 @@ where
     let mut run = Run::new(schedule.length)
         .keep_when(schedule.keep)
         .observe(&mut guard)
-        .observe(&mut steps);
+        .observe(&mut steps)
+        .observe(&mut clock);
     for recorder in recorders.iter_mut() {
         run = run.observe(&mut **recorder);
     }
@@ -452,5 +460,7 @@ where
     Ok(trace.map(|trace| Driven {
         trace,
         steps: steps.collect(),
+        steps_done: clock.steps_done(),
+        train_seconds: clock.seconds(),
     }))
 }

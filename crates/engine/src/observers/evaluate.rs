@@ -72,6 +72,9 @@ type When<'a> = Box<dyn Fn(&Progress) -> bool + 'a>;
 type Score<'a, M, T> = Box<dyn FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a>;
 /// A fold closure: every chain's scores into the evaluation's state, on rank 0.
 type Fold<'a, St, T> = Box<dyn FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a>;
+/// A closure after every step: this rank's models as the step left them, into the state.
+type EachStep<'a, M, St> =
+    Box<dyn FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a>;
 
 /// Scores every chain at the steps `when` picks and folds the scores on rank 0.
 ///
@@ -91,6 +94,7 @@ pub struct Evaluate<'a, M, T, St> {
     when: Option<When<'a>>,
     score: Score<'a, M, T>,
     fold: Fold<'a, St, T>,
+    each_step: Option<EachStep<'a, M, St>>,
     at_end: bool,
     /// Whether the seconds spent are counted (and checkpointed).
     clocked: bool,
@@ -138,6 +142,7 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
             when,
             score: Box::new(score),
             fold: Box::new(fold),
+            each_step: None,
             at_end: false,
             clocked: true,
             timed: Timed {
@@ -159,6 +164,19 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
     /// Also scores the final models after the last step of a finished run.
     pub fn at_end(mut self) -> Self {
         self.at_end = true;
+        self
+    }
+
+    /// Also calls `f(state, at, report, models)` after every step (after that step's
+    /// evaluation, if any) with this rank's chains' models as the step left them: models that
+    /// join the state's average other than the chains' own points, e.g. cycSWAG's draws from
+    /// its fits of the iterates. It runs on every rank, on that rank's state; its time counts
+    /// in [`Evaluate::seconds`].
+    pub fn after_each_step(
+        mut self,
+        f: impl FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a,
+    ) -> Self {
+        self.each_step = Some(Box::new(f));
         self
     }
 
@@ -274,9 +292,18 @@ where
         Ok(())
     }
 
-    fn on_step(&mut self, at: &Progress, _: &S, report: &StepReport) -> Result<(), RunError> {
+    fn on_step(&mut self, at: &Progress, sampler: &S, report: &StepReport) -> Result<(), RunError> {
         if let Some(models) = self.held.take() {
             self.evaluate_all((at, report, false), &models)?;
+        }
+        if let Some(f) = self.each_step.as_mut() {
+            let clock = Instant::now();
+            let mut models = Vec::new();
+            sampler.ensemble().snapshot_into(&mut models);
+            f(&mut self.timed.state, at, report, &models).map_err(RunError::Observer)?;
+            if self.clocked {
+                self.timed.seconds += clock.elapsed().as_secs_f64();
+            }
         }
         Ok(())
     }

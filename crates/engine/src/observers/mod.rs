@@ -9,6 +9,7 @@
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
 //! | [`ClassifierAverage`] | the model average of class probabilities: accuracy, NLL, Brier, ECE, reliability, entropy, mutual information, OOD AUROC / AUPR | the averages |
 //! | [`Evaluate`] | scores every chain's pre-move model at chosen steps (and the final models), gathered over the ranks and folded on rank 0 | the folded state, seconds |
+//! | [`TrainClock`] | counts the steps done and the seconds the steps took | steps, seconds |
 //! | [`StepColumns`] | a value per chain and step (an energy, a multiplier), joined over the ranks on rank 0 | the rows |
 //! | [`SampleSaver`] | saves kept models as burn records or safetensors files with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |
@@ -22,6 +23,7 @@
 
 mod average;
 mod classifier;
+mod clock;
 mod closure;
 mod columns;
 mod contour;
@@ -36,6 +38,7 @@ mod trace_zarr;
 
 pub use average::ModelAverage;
 pub use classifier::{CALIBRATION_BINS, ClassifierAverage, ClassifierScores, OodDetection};
+pub use clock::TrainClock;
 pub use closure::{AfterStep, BeforeStep, OnSample, OnStep};
 pub use columns::StepColumns;
 pub use contour::ContourWatch;
