@@ -6,7 +6,7 @@ use sgmcmc::burn::nn::{Linear, LinearConfig};
 use sgmcmc::burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc::engine::init;
 use sgmcmc::engine::observers::{AfterStep, Evaluate, OnSample, Scored, Scoring};
-use sgmcmc::engine::{Length, Progress, Ranks, Repeat, Run};
+use sgmcmc::engine::{Length, Progress, Repeat, Run};
 use sgmcmc::models::{ModelPosterior, nll_fn};
 use sgmcmc::samplers::ensemble::{Ensemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
@@ -48,11 +48,9 @@ fn evaluations_score_the_pre_move_models_and_the_final_ones_in_chain_order() {
         Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-3, 1.0), ensemble).unwrap();
 
     let when = |k: u64| k % 4 == 1;
-    let ranks = Ranks::local();
     // Each score: (chain, steps done, end, the model's values); folded as they come.
     type Row = (usize, u64, bool, Vec<f32>);
     let mut evaluate = Evaluate::new(
-        &ranks,
         move |at: &Progress| when(at.step),
         |s: &Scoring<'_>, m: &Linear| Ok((s.chain, s.steps_done(), s.end, values(m))),
         |rows: &mut Vec<Vec<Row>>, s: Scored<'_, Row>| {
@@ -108,11 +106,9 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
     let ensemble = ModuleEnsemble::new(posterior, models, 5).unwrap();
     let mut sampler =
         Sgmcmc::new(SgmcmcConfig::constant(Kernel::Sgld, 1e-3, 1.0), ensemble).unwrap();
-    let ranks = Ranks::local();
     // (step, whether an evaluation wrote it, every chain's values), in the order written.
     type Log = Vec<(u64, bool, Vec<Vec<f32>>)>;
     let mut evaluate = Evaluate::new(
-        &ranks,
         |at: &Progress| at.step % 3 == 0,
         |_: &Scoring<'_>, m: &Linear| Ok(values(m)),
         |log: &mut Log, s: Scored<'_, Vec<f32>>| {
@@ -175,10 +171,8 @@ fn kept_evaluations_score_the_samples_and_name_their_chains() {
             .unwrap()
             .build(ensemble, 3)
             .unwrap();
-        let ranks = Ranks::local();
         type Row = (u64, Vec<usize>, Vec<Vec<f32>>, Vec<f64>);
         let mut evaluate = Evaluate::kept(
-            &ranks,
             Vec::<Row>::new(),
             |_: &Scoring<'_>, m: &Linear| Ok(values(m)),
             |rows: &mut Vec<Row>, s: Scored<'_, Vec<f32>>| {

@@ -10,18 +10,17 @@ use burn::tensor::{Device, Int, Tensor, TensorData, activation};
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::digits::Digits;
 use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::observers::{BLOW_UP, DivergenceGuard, Trace, TraceSummary};
-use sgmcmc_engine::{
-    BatchSource, Kept, Observer, Progress, Run, RunError, Shuffle, TensorBatches, init,
+use sgmcmc_engine::observers::{
+    BLOW_UP, DivergenceGuard, Evaluate, Scored, Scoring, Trace, TraceSummary,
 };
+use sgmcmc_engine::{BatchSource, Kept, Run, Shuffle, TensorBatches, init};
 use sgmcmc_models::metrics::{Bma, accuracy, brier, ece, nll};
 use sgmcmc_models::mlp::MlpPosterior;
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Activation, Likelihood, Mlp, MlpConfig, Network, Posterior, Scale, Targets};
 use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
-use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings, SamplerSpec};
-use sgmcmc_samplers::sampler::Sampler;
+use sgmcmc_samplers::registry::{BuildContext, SamplerSettings, SamplerSpec};
 
 use crate::error::AppError;
 use crate::output::{self, RunHeader};
@@ -216,61 +215,50 @@ pub fn predict(model: &Mlp, x: &Tensor<2>) -> Result<Vec<f64>, AppError> {
         .collect())
 }
 
-/// The streaming model average over the test set and its `bma.csv` rows.
-struct DigitsAverage<'a> {
-    test: &'a Set,
-    ece_bins: usize,
+/// The streaming model average over the test set, its `bma.csv` rows and the last model's
+/// accuracy (folded by the engine's [`Evaluate`]).
+#[derive(Default, Serialize, Deserialize)]
+struct DigitsAverage {
     bma: Bma,
     rows: Vec<Vec<f64>>,
     last: f64,
-    /// Whether the chain after the last step joins the average.
+}
+
+/// The model average of a digits run: every kept model (the pre-move point of step `k` is the
+/// chain after `k` steps) and, when `add_final`, the chain after the last step, scored on the
+/// test set; each added model's step and test NLL go to `model_nll` (the trace records it: one
+/// forward pass per kept model serves both).
+fn average<'a>(
+    test: &'a Set,
+    ece_bins: usize,
     add_final: bool,
-    /// The step and test NLL of the model added last, which the trace records (one forward
-    /// pass per kept model serves both).
     model_nll: Rc<Cell<(u64, f64)>>,
-}
-
-impl DigitsAverage<'_> {
-    /// Adds `model`, the chain after `steps` steps.
-    fn add(&mut self, model: &Mlp, steps: u64) -> Result<(), RunError> {
-        let p = predict(model, &self.test.x).map_err(|e| RunError::Observer(e.to_string()))?;
-        let l = &self.test.labels;
-        self.last = accuracy(&p, CLASSES, l);
-        self.model_nll.set((steps, nll(&p, CLASSES, l)));
-        self.bma.add(1.0, &p);
-        let mean = self.bma.mean().expect("a model was added");
-        self.rows.push(vec![
-            steps as f64,
-            self.bma.models() as f64,
-            accuracy(&mean, CLASSES, l),
-            nll(&mean, CLASSES, l),
-            ece(&mean, CLASSES, l, self.ece_bins),
-            self.last,
-        ]);
-        Ok(())
-    }
-}
-
-type DigitsSampler<T> = AnySampler<ModuleEnsemble<Mlp, T>>;
-
-impl<T: Target<Mlp>> Observer<DigitsSampler<T>> for DigitsAverage<'_> {
-    fn wants_points(&self) -> bool {
-        true
-    }
-
-    /// The pre-move point of step `k` is the chain after `k` steps.
-    fn on_sample(&mut self, _: &Progress, kept: &Kept<'_, Vec<Mlp>>) -> Result<(), RunError> {
-        self.add(&kept.points[0], kept.step)
-    }
-
-    /// The chain after the last step, when the schedule names it.
-    fn on_end(&mut self, at: &Progress, sampler: &DigitsSampler<T>) -> Result<(), RunError> {
-        if !self.add_final {
-            return Ok(());
-        }
-        let model = sampler.ensemble().module(0).expect("one chain");
-        self.add(model, at.total)
-    }
+) -> Evaluate<'a, Mlp, Vec<f64>, DigitsAverage> {
+    let l = &test.labels;
+    let average = Evaluate::kept(
+        DigitsAverage::default(),
+        |_: &Scoring<'_>, m: &Mlp| predict(m, &test.x).map_err(|e| e.to_string()),
+        move |a: &mut DigitsAverage, s: Scored<'_, Vec<f64>>| {
+            let steps = s.steps_done();
+            for p in s.scores {
+                a.last = accuracy(&p, CLASSES, l);
+                model_nll.set((steps, nll(&p, CLASSES, l)));
+                a.bma.add(1.0, &p);
+                let mean = a.bma.mean().expect("a model was added");
+                a.rows.push(vec![
+                    steps as f64,
+                    a.bma.models() as f64,
+                    accuracy(&mean, CLASSES, l),
+                    nll(&mean, CLASSES, l),
+                    ece(&mean, CLASSES, l, ece_bins),
+                    a.last,
+                ]);
+            }
+            Ok(())
+        },
+    )
+    .unclocked();
+    if add_final { average.at_end() } else { average }
 }
 
 /// Runs `config` on the digits in `dir` and writes the run's files into `out` (`config.toml`
@@ -325,9 +313,7 @@ pub fn run_digits(
             chain.run(posterior, &Set::new(&train, &ad), &ad)?
         }
     };
-    let DigitsAverage {
-        bma, rows, last, ..
-    } = average;
+    let DigitsAverage { bma, rows, last } = average;
     let mean = bma
         .mean()
         .ok_or_else(|| AppError::Run("no model was averaged".into()))?;
@@ -373,7 +359,7 @@ impl<'a> Chain<'a> {
         target: T,
         train: &Set,
         device: &Device,
-    ) -> Result<(f64, DigitsAverage<'a>, Trace<TestNll<'a>>), AppError> {
+    ) -> Result<(f64, DigitsAverage, Trace<TestNll<'a>>), AppError> {
         let config = self.config;
         let mlp = network(config.hidden);
         let model = init::seeded(device, config.seed, || mlp.init(device));
@@ -393,20 +379,13 @@ impl<'a> Chain<'a> {
         let (steps, burn_in, every) = (config.steps, config.burn_in, config.bma_every);
         // The model after step j (1-based) joins the average for j > burn_in, every `every`:
         // the pre-move point of step j; the one after the last step is added at the end.
-        let mut average = DigitsAverage {
-            test: self.test,
-            ece_bins: config.ece_bins,
-            bma: Bma::default(),
-            rows: Vec::new(),
-            last: 0.0,
-            add_final: (steps - burn_in).is_multiple_of(every),
-            model_nll: Rc::default(),
-        };
+        let model_nll = Rc::new(Cell::new((0, 0.0)));
+        let add_final = (steps - burn_in).is_multiple_of(every);
+        let mut average = average(self.test, config.ece_bins, add_final, model_nll.clone());
         let bar = progress::bar(config.steps, &config.sampler, self.show_progress);
         let mut progress = progress::report(bar.clone(), 1000);
         // Per kept model: its energy, and its own test NLL (the per-sample loss), which the
         // average (observed first) has just computed for the same step.
-        let model_nll = average.model_nll.clone();
         let test_nll: TestNll<'a> =
             Box::new(move |kept: &Kept<Vec<Mlp>>, _| match model_nll.get() {
                 (k, v) if k == kept.step => Ok(vec![v]),
@@ -425,7 +404,7 @@ impl<'a> Chain<'a> {
             .observe(&mut progress)
             .run(&mut sampler, &mut batches);
         bar.finish_and_clear();
-        Ok((report?.wall_seconds, average, trace))
+        Ok((report?.wall_seconds, average.into_state(), trace))
     }
 }
 

@@ -242,7 +242,6 @@ fn evaluations<'a>(
     let (eval, burn) = (eval_steps(config, per_epoch), burn_steps(config, per_epoch));
     let (cycswag, classes) = (swag.is_some(), data.classes());
     let evaluate = Evaluate::new(
-        session.ranks,
         move |at: &Progress| (at.step > 0 && at.step.is_multiple_of(eval)) || at.is_last(),
         move |s: &Scoring<'_>, m: &ImageClassifier| {
             // cycSWAG averages its draws, not the SGD iterates. The engine's rule
@@ -279,7 +278,8 @@ fn evaluations<'a>(
             });
             Ok(())
         },
-    );
+    )
+    .over(session.ranks);
     match swag {
         Some(setup) => evaluate.after_each_step(move |st, at, report, modules| {
             setup

@@ -187,12 +187,10 @@ struct Evaluations {
 fn evaluations<'a>(
     config: &'a MnistConfig,
     data: &'a MnistData,
-    ranks: &'a Ranks,
     plain: Device,
 ) -> Evaluate<'a, Cnn, ChainPredictions, Evaluations> {
     let (first, classes) = (first_collected(config), config.classes.len());
     Evaluate::new(
-        ranks,
         move |at: &Progress| at.starts_epoch() && is_eval_epoch(config, at.epoch() as usize),
         move |s: &Scoring<'_>, m: &Cnn| {
             let collect = !s.end
@@ -286,10 +284,9 @@ impl NetExperiment for Mnist {
         sampler: &mut MnistSampler,
         device: &Device,
     ) -> Result<Record, AppError> {
-        let ranks = session.ranks;
         let config = &session.meta.config.clone();
         let per_epoch = steps_per_epoch(config, data) as u64;
-        let mut evaluate = evaluations(config, data, ranks, device.clone().inner());
+        let mut evaluate = evaluations(config, data, device.clone().inner()).over(session.ranks);
         let schedule = Schedule {
             length: Length::Epochs(config.epochs as u64),
             total: config.epochs as u64 * per_epoch,

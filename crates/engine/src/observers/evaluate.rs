@@ -76,7 +76,8 @@ type Fold<'a, St, T> = Box<dyn FnMut(&mut St, Scored<'_, T>) -> Result<(), Strin
 type EachStep<'a, M, St> =
     Box<dyn FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a>;
 
-/// Scores every chain at the steps `when` picks and folds the scores on rank 0.
+/// Scores every chain at the steps `when` picks and folds the scores on rank 0 (the only rank
+/// of one process; [`Evaluate::over`] the ranks of a job).
 ///
 /// At such a step `k` each rank scores its chains' models *before* the step (the points the
 /// step's log weights and rungs refer to, as [`Kept`](crate::Kept) holds them) with `score`,
@@ -89,7 +90,7 @@ type EachStep<'a, M, St> =
 /// Every chain must be one model of the ensemble ([`Ensemble::Snapshot`] `= Vec<M>`, one
 /// module per chain): network chains, not toy rows.
 pub struct Evaluate<'a, M, T, St> {
-    ranks: &'a Ranks,
+    ranks: Ranks,
     /// The steps to score every chain at; `None`: the kept samples ([`Evaluate::kept`]).
     when: Option<When<'a>>,
     score: Score<'a, M, T>,
@@ -103,14 +104,14 @@ pub struct Evaluate<'a, M, T, St> {
 }
 
 impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
-    /// Scores at the steps `when(at)` picks on `ranks` ([`Ranks::local`] in one process).
+    /// Scores at the steps `when(at)` picks, in one process ([`Evaluate::over`] spreads it over
+    /// the ranks of a job).
     pub fn new(
-        ranks: &'a Ranks,
         when: impl Fn(&Progress) -> bool + 'a,
         score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
         fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
     ) -> Self {
-        Self::build(ranks, Some(Box::new(when)), St::default(), score, fold)
+        Self::build(Some(Box::new(when)), St::default(), score, fold)
     }
 }
 
@@ -122,23 +123,21 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
     /// of any prediction, over the ranks, in the order of a one-process run; the folds start
     /// from `state`.
     pub fn kept(
-        ranks: &'a Ranks,
         state: St,
         score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
         fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
     ) -> Self {
-        Self::build(ranks, None, state, score, fold)
+        Self::build(None, state, score, fold)
     }
 
     fn build(
-        ranks: &'a Ranks,
         when: Option<When<'a>>,
         state: St,
         score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
         fold: impl FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a,
     ) -> Self {
         Self {
-            ranks,
+            ranks: Ranks::local(),
             when,
             score: Box::new(score),
             fold: Box::new(fold),
@@ -151,6 +150,13 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
             },
             held: None,
         }
+    }
+
+    /// Evaluates over `ranks`, the ranks of the job the run is spread over (each rank scores
+    /// its chains, rank 0 folds them all).
+    pub fn over(mut self, ranks: &Ranks) -> Self {
+        self.ranks = ranks.clone();
+        self
     }
 
     /// Leaves the seconds spent uncounted ([`Evaluate::seconds`] stays 0): the checkpoints then

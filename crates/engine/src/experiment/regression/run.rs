@@ -191,7 +191,6 @@ where
     // The model average of the kept samples, folded on rank 0 in step and chain order.
     let x_fit = x_train.clone();
     let mut average = Evaluate::kept(
-        ranks,
         sums,
         |_: &Scoring<'_>, m: &M| {
             Ok(ModelPredictions {
@@ -209,6 +208,7 @@ where
             Ok(())
         },
     )
+    .over(ranks)
     .unclocked();
     // `theta` before the run (a resumed run restores the sampler inside `Run::run`).
     let theta_start = sampler.theta().map_or(Vec::new(), |t| t.theta().to_vec());
