@@ -159,7 +159,7 @@ pub fn run(a: &ToyArgs) -> Result<(), AppError> {
     if let Some(note) = cfg.target.note() {
         println!("{note}");
     }
-    toy::run::check(&cfg)?;
+    sgmcmc_engine::experiment::toy::check(&cfg)?;
     let persist = toy::resume::persist(a, &out, &cfg)?;
     let ranks = crate::distributed::ranks_of(a.distributed)?;
     ranks.on_leader(|| fresh_run_dir(&out, a.force.force, toy::report::FILES).map(drop))?;

@@ -6,7 +6,7 @@ use sgmcmc_samplers::registry::{
 };
 use sgmcmc_testfunctions::Noise;
 
-use super::config::{Init, ToyConfig, toy_sampler};
+use super::{Init, ToyConfig, toy_sampler};
 
 /// Every preset with a one-line description.
 pub const PRESET_NAMES: &[(&str, &str)] = &[

@@ -11,8 +11,7 @@ use sgmcmc_samplers::sampler::ReplicaSummary;
 use sgmcmc_testfunctions::exact_masses::{self, ExactMethod};
 use sgmcmc_testfunctions::quadrature;
 
-use super::config::ToyConfig;
-use super::run::ToyOutcome;
+use super::{ToyConfig, ToyOutcome};
 use crate::error::AppError;
 use crate::output;
 use crate::output::RunHeader;

@@ -7,10 +7,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::experiment::Console;
+use sgmcmc_engine::experiment::toy::{Persist, run_toy_on};
 
 use super::cli::{ToyArgs, report_toy};
-use super::config::ToyConfig;
-use super::run::{Persist, ToyOutcome, run_toy_on};
+use super::{ToyConfig, ToyOutcome};
 use crate::distributed::{Ranks, Resume, resume_command};
 use crate::error::AppError;
 use crate::progress::Terminal;
@@ -77,7 +77,10 @@ pub fn finish(
     show_progress: bool,
     persist: Option<Persist>,
 ) -> Result<(), AppError> {
-    let outcome = ranks.check(run_toy_on(cfg, show_progress, ranks, persist))?;
+    let bar = super::progress_bar(cfg, show_progress && ranks.is_leader());
+    let outcome = run_toy_on(cfg, |done, _| bar.set_position(done), ranks, persist);
+    bar.finish_and_clear();
+    let outcome = ranks.check(outcome)?;
     let on = ranks.is_distributed().then(|| ranks.size());
     match outcome {
         Some(o) => ranks.check(report_or_stop(cfg, &o, out, on)),

@@ -15,8 +15,9 @@
 //! * runs a series of independent runs, the seeds of one configuration or the cells of a table
 //!   ([`run_series`], each with its result file: [`with_result_file`]).
 //!
-//! Beside it, the skeleton of a regression experiment: an MLP on a split of tabular data, any
-//! sampler, its model average ([`regression`]).
+//! Beside it, the skeletons of a regression experiment (an MLP on a split of tabular data, any
+//! sampler, its model average: [`regression`]) and of a toy experiment (a sampler on an
+//! analytic target, its mode masses and traces: [`toy`]).
 //!
 //! Beside it: the run's record ([`RunMeta`]: settings, data digest, device), continuing a
 //! checkpoint on one process or on as many ranks as wrote it ([`Resume`]). The skeleton prints
@@ -26,6 +27,7 @@ mod meta;
 pub mod regression;
 mod resume;
 mod series;
+pub mod toy;
 
 pub use meta::{DataDigest, DataRecord, RunMeta, checkpoint_path};
 pub use resume::{Resume, one_process_error, resume_command, with_parts};

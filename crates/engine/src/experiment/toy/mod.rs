@@ -1,13 +1,22 @@
-//! The `toy` experiment's configuration: defaults < preset < `--config file.toml` < flags.
+//! The skeleton of a toy experiment: a registry sampler on an analytic target of
+//! `sgmcmc_testfunctions` (host fast path or a tensor device, one process or the ranks of a
+//! job), its kept samples folded into mode masses, a weighted mean, traces for R-hat and ESS,
+//! plot samples and log rows ([`run_toy`], [`ToyOutcome`]). The caller supplies the settings
+//! ([`ToyConfig`], e.g. `sgmcmc toy`'s presets, files and flags) and the report.
+
+mod collector;
+mod run;
+
+pub use run::{Persist, ToyOutcome, build_target, check, run_toy, run_toy_on, starts};
 
 use serde::{Deserialize, Serialize};
-use sgmcmc_engine::DeviceChoice;
 #[cfg(feature = "fault-injection")]
 use sgmcmc_samplers::ensemble::Fault;
 use sgmcmc_samplers::registry::SamplerSettings;
 use sgmcmc_testfunctions::{Noise, TargetChoice};
 
-use crate::error::AppError;
+use crate::DeviceChoice;
+use crate::error::RunError;
 
 /// Starting points of the chains.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,8 +33,9 @@ pub enum Init {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ToyConfig {
-    /// Target: a name (`sgmcmc toy --list`) or a `[target]` table describing the user's own
-    /// density (a Gaussian mixture, see [`sgmcmc_testfunctions::spec`]).
+    /// Target: a name (`sgmcmc_testfunctions::by_name`, `sgmcmc toy --list`) or a `[target]`
+    /// table describing the user's own density (a Gaussian mixture, see
+    /// [`sgmcmc_testfunctions::spec`]).
     pub target: TargetChoice,
     /// The sampler (`sgmcmc toy --list` names them) and its hyper-parameters.
     pub sampler: SamplerSettings,
@@ -100,27 +110,27 @@ impl ToyConfig {
     }
 
     /// Checks what the sampler library does not check itself.
-    pub fn validate(&self) -> Result<(), AppError> {
+    pub fn validate(&self) -> Result<(), RunError> {
         if self.chains == 0 {
-            return Err(AppError::Usage("chains must be >= 1 (got 0)".into()));
+            return Err(RunError::Setting("chains must be >= 1 (got 0)".into()));
         }
         if self.iters == 0 {
-            return Err(AppError::Usage("iters must be >= 1 (got 0)".into()));
+            return Err(RunError::Setting("iters must be >= 1 (got 0)".into()));
         }
-        sgmcmc_engine::limits::check_steps("iters", Some(self.iters))?;
-        sgmcmc_engine::limits::check_chains(&self.sampler.name, self.chains)?;
+        crate::limits::check_steps("iters", Some(self.iters))?;
+        crate::limits::check_chains(&self.sampler.name, self.chains)?;
         if self.thin == 0 {
-            return Err(AppError::Usage("thin must be >= 1 (got 0)".into()));
+            return Err(RunError::Setting("thin must be >= 1 (got 0)".into()));
         }
         if self.burn_in() >= self.iters {
-            return Err(AppError::Usage(format!(
+            return Err(RunError::Setting(format!(
                 "burn_in ({}) must be smaller than iters ({})",
                 self.burn_in(),
                 self.iters
             )));
         }
         if self.iters - self.burn_in() <= self.thin {
-            return Err(AppError::Usage(format!(
+            return Err(RunError::Setting(format!(
                 "thin ({}) keeps only one sample per chain of the {} steps after burn-in",
                 self.thin,
                 self.iters - self.burn_in()
@@ -129,12 +139,12 @@ impl ToyConfig {
         // Positions and kernel state are 2-3 arrays of chains x dimension doubles.
         const MAX_CHAINS: usize = 10_000_000;
         if self.chains > MAX_CHAINS {
-            return Err(AppError::Usage(format!(
+            return Err(RunError::Setting(format!(
                 "chains ({}) must be at most {MAX_CHAINS}",
                 self.chains
             )));
         }
-        Ok(sgmcmc_engine::limits::check_seed(self.seed)?)
+        crate::limits::check_seed(self.seed)
     }
 
     /// The temperature estimates refer to: the reweighting target of AWSGLD, else the sampling
@@ -149,10 +159,8 @@ impl ToyConfig {
 
 #[cfg(test)]
 mod tests {
-    use sgmcmc_engine::settings::merge_toml;
-
     use super::*;
-    use crate::toy::TargetChoice;
+    use crate::settings::merge_toml;
 
     /// A target name given later replaces a `[target]` table, and a table replaces a name.
     #[test]
