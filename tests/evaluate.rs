@@ -109,7 +109,7 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
     // (step, whether an evaluation wrote it, every chain's values), in the order written.
     type Log = Vec<(u64, bool, Vec<Vec<f32>>)>;
     let mut evaluate = Evaluate::new(
-        |at: &Progress| at.step % 3 == 0,
+        |at: &Progress| at.step.is_multiple_of(3),
         |_: &Scoring<'_>, m: &Linear| Ok(values(m)),
         |log: &mut Log, s: Scored<'_, Vec<f32>>| {
             log.push((s.at.step, true, s.scores));
@@ -132,11 +132,11 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
         .unwrap();
     let log = evaluate.into_state();
     let order: Vec<(u64, bool)> = log.iter().map(|(k, e, _)| (*k, *e)).collect();
-    let want: Vec<(u64, bool)> = (0..7)
+    let want: Vec<(u64, bool)> = (0..7u64)
         .flat_map(|k| {
             [(k, true), (k, false)]
                 .into_iter()
-                .filter(move |(_, e)| !e || k % 3 == 0)
+                .filter(move |(_, e)| !e || k.is_multiple_of(3))
         })
         .collect();
     assert_eq!(order, want);

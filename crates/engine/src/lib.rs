@@ -22,7 +22,9 @@
 //!   them.
 //! * [`experiment`]: the skeleton of a network experiment on one process or over the ranks
 //!   (build, drive, checkpoint with the run's record, resume from the folder alone, report on
-//!   rank 0) and of a command's series of runs ([`experiment::run_series`]), with [`run_dir`]
+//!   rank 0), of a regression experiment ([`experiment::regression`]: an MLP on a split of
+//!   tabular data) and of a toy experiment ([`experiment::toy`]: a sampler on an analytic
+//!   target), and of a command's series of runs ([`experiment::run_series`]), with [`run_dir`]
 //!   (locked run folders) and [`DeviceChoice`] (a device by name).
 //! * [`SavedPosterior`]: the models a run saved, loaded back; [`predict`]: their model
 //!   average on new inputs (regression rows, images with their uncertainty and metrics).

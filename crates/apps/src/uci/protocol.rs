@@ -1,5 +1,5 @@
 //! One UCI run: the CSGLD paper's protocol (sec. 4.2, Table 1) on one split with one sampler,
-//! or the standardized protocol for data sets off the paper's list ([`UciRun::standardized`]:
+//! or the standardized protocol for data sets off the paper's list ([`standardized`]:
 //! target standardized with the training split, noise precision 100 in those units, lr
 //! `1e-3 / N`, so a target of any offset and scale gives the same run up to rounding; the
 //! paper's unit precision on original units diverges or underfits on a target in the hundreds).
