@@ -6,7 +6,7 @@ use sgmcmc::burn::nn::{Linear, LinearConfig};
 use sgmcmc::burn::tensor::{Device, Tensor, TensorData};
 use sgmcmc::engine::init;
 use sgmcmc::engine::observers::{AfterStep, Evaluate, OnSample, Scored, Scoring};
-use sgmcmc::engine::{Length, Progress, Repeat, Run};
+use sgmcmc::engine::{Length, Progress, Ranks, Repeat, Run};
 use sgmcmc::models::{ModelPosterior, nll_fn};
 use sgmcmc::samplers::ensemble::{Ensemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
@@ -146,6 +146,81 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
     assert_ne!(after[2], after[3]);
     let each: Vec<Vec<Vec<f32>>> = log.into_iter().filter(|l| !l.1).map(|l| l.2).collect();
     assert_eq!(each, after);
+}
+
+/// Each chain's (index, values) at every evaluation, as rank 0 folds them.
+type Folds = Vec<Vec<(usize, Vec<f32>)>>;
+
+/// Four SGLD chains of `Linear(1, 1)` on this rank's block over `ranks`, evaluated every other
+/// step; `spread`: the evaluation is over the ranks too. Rank 0's folds.
+fn folds_over(ranks: &Ranks, spread: bool) -> Option<Folds> {
+    use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
+    let device = Device::flex().autodiff();
+    let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
+    let placement = ranks.placement(4).unwrap();
+    let here = placement.here();
+    let models = init::chains_in(&device, 7, here.clone(), || {
+        LinearConfig::new(1, 1).init(&device)
+    });
+    let ensemble = ModuleEnsemble::new_part(posterior, models, 7, here.start).unwrap();
+    let settings = SamplerSettings {
+        lr: 1e-3,
+        ..SamplerSettings::named("sgld")
+    };
+    let spec = settings.spec(&BuildContext::steps(6).chains(4)).unwrap();
+    let mut sampler = spec.build_placed(ensemble, 7, placement).unwrap();
+    let evaluate = Evaluate::new(
+        |at: &Progress| at.step % 2 == 1,
+        |s: &Scoring<'_>, m: &Linear| Ok((s.chain, values(m))),
+        |rows: &mut Folds, s: Scored<'_, (usize, Vec<f32>)>| {
+            rows.push(s.scores);
+            Ok(())
+        },
+    );
+    let mut evaluate = if spread {
+        evaluate.over(ranks)
+    } else {
+        evaluate
+    };
+    Run::new(Length::Steps(6))
+        .observe(&mut evaluate)
+        .over(ranks)
+        .run(&mut sampler, &mut Repeat(line(&device)))
+        .unwrap();
+    ranks.is_leader().then(|| evaluate.into_state())
+}
+
+/// Over two ranks (threads), each scoring its own chains, rank 0 folds every chain's scores in
+/// chain order: the folds of one process. An evaluation left in one process while the run's
+/// chains are spread over ranks is refused (exit code 2), not folded from rank 0's chains.
+#[test]
+fn an_evaluation_over_ranks_folds_what_one_process_folds() {
+    use std::sync::Arc;
+
+    use sgmcmc::samplers::comm::ThreadGroup;
+
+    let one = folds_over(&Ranks::local(), false).unwrap();
+    assert_eq!(one.len(), 3);
+    assert!(one.iter().all(|row| row.iter().map(|r| r.0).eq(0..4)));
+    for spread in [true, false] {
+        let ranks: Vec<std::thread::Result<Option<Folds>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = ThreadGroup::new(2)
+                .into_iter()
+                .map(|g| s.spawn(move || folds_over(&Ranks::over(Arc::new(g)), spread)))
+                .collect();
+            handles.into_iter().map(|h| h.join()).collect()
+        });
+        if spread {
+            let ranks: Vec<Option<Folds>> = ranks.into_iter().map(Result::unwrap).collect();
+            assert_eq!(ranks, vec![Some(one.clone()), None]);
+        } else {
+            for r in ranks {
+                let panic = r.expect_err("refused");
+                let why = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(why.contains("exit code 2"), "{why}");
+            }
+        }
+    }
 }
 
 /// `Evaluate::kept` scores exactly the samples `Kept` hands out (after the burn-in, every

@@ -67,7 +67,7 @@ pub struct EvalRow {
 }
 
 /// What a run recorded.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Record {
     /// Steps done.
     pub steps_done: u64,
@@ -80,7 +80,8 @@ pub struct Record {
     /// The last collected sample on its own: the "single final sample" the model average is
     /// compared with.
     pub last_sample: Option<LastSample>,
-    /// Training wall time (the steps, evaluation excluded), seconds.
+    /// Training wall time (the run loop: batches, steps and checkpoints; evaluation excluded),
+    /// seconds.
     pub train_seconds: f64,
     /// Evaluation wall time, seconds.
     pub eval_seconds: f64,
@@ -440,7 +441,8 @@ impl NetExperiment for Images {
             evals,
             averages,
             last_sample,
-            train_seconds: driven.train_seconds,
+            // Everything of the loop but the evaluations (batches, steps, checkpoints).
+            train_seconds: (driven.loop_seconds - eval_seconds).max(0.0),
             eval_seconds,
             trace: driven.trace,
             multiplier_range: multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]),

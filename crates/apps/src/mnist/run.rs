@@ -74,7 +74,7 @@ pub struct EvalRow {
 }
 
 /// What a run recorded.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Record {
     /// Epochs done.
     pub epochs_done: usize,
@@ -84,9 +84,9 @@ pub struct Record {
     pub evals: Vec<EvalRow>,
     /// Model averages.
     pub averages: Averages,
-    /// Training wall time so far (excluding evaluation), seconds.
+    /// Training wall time (the steps, evaluation excluded), seconds.
     pub train_seconds: f64,
-    /// Evaluation wall time so far, seconds.
+    /// Evaluation wall time, seconds.
     pub eval_seconds: f64,
     /// The averaged models' energies and log weights, every chain's (on rank 0 of a finished
     /// run).
@@ -318,10 +318,10 @@ impl NetExperiment for Mnist {
         let eval_seconds = evaluate.seconds();
         let Evaluations { evals, averages } = evaluate.into_state();
         let mut record = Record {
-            epochs_done: (driven.steps_done / per_epoch) as usize,
+            epochs_done: (driven.steps_done / per_epoch.max(1)) as usize,
             evals,
             averages,
-            train_seconds: driven.train_seconds,
+            train_seconds: driven.step_seconds,
             eval_seconds,
             trace: driven.trace,
             ..Record::default()

@@ -20,12 +20,12 @@
 //! the dataset's zeta, a uniform initial `theta`, `omega_k = min(0.01, 1 / (k^0.6 + 100))` and
 //! the power field of eq. 9 unless `contour.field` says otherwise. Any registry sampler runs
 //! (replica exchange and ICSGLD with `chains >= 2`; samples come from every chain, or from the
-//! chain on rung 0). With that field `theta`
-//! moves by `omega theta[J]^zeta` per step: at Yacht's `zeta = 2.5` the multiplier can move by
-//! about 1e-4 over a run, at Wine's `zeta = 10` by about 1e-25, so there CSGLD is SGLD (see
-//! `sgmcmc_samplers::diagnostics::ContourStats`). Prediction: the mean over 50 models taken evenly over the second half of
-//! the run, importance-weighted for contour samplers (each model's weight is that of the step
-//! it was taken before). RMSE is in original units. The test NLL uses a Gaussian predictive
+//! chain on rung 0). With that field `theta` moves by `omega theta[J]^zeta` per step: at
+//! Yacht's `zeta = 2.5` the multiplier can move by about 1e-4 over a run, at Wine's
+//! `zeta = 10` by about 1e-25, so there CSGLD is SGLD (see
+//! [`ContourStats`](sgmcmc_samplers::diagnostics::ContourStats)). Prediction: the mean over 50
+//! models taken evenly over the second half of the run, importance-weighted for contour
+//! samplers (each model's weight is that of the step it was taken before). RMSE is in original units. The test NLL uses a Gaussian predictive
 //! with the models' spread plus a plug-in noise variance, the mean squared training residual of
 //! the averaged prediction (the unit likelihood precision is a fixed modelling choice, not an
 //! estimate of the noise).
@@ -35,13 +35,14 @@
 
 use burn::tensor::Device;
 use sgmcmc_data::SplitData;
-use sgmcmc_engine::RunError;
 use sgmcmc_engine::experiment::regression::{
     RegressionNoise, RegressionResult, RegressionRun, RunFiles, run_regression,
 };
 use sgmcmc_models::{Activation, MlpConfig};
 use sgmcmc_samplers::control::ThetaInit;
 use sgmcmc_samplers::registry::{KernelKind, SamplerSettings};
+
+use crate::error::AppError;
 
 /// The paper's protocol for `sampler` with the dataset's `(tau, zeta)`.
 pub fn paper(sampler: &str, temperature: f64, zeta: f64, seed: u64) -> RegressionRun {
@@ -118,7 +119,7 @@ pub fn run_split(
     data: &SplitData,
     device: &Device,
     files: Option<&RunFiles>,
-) -> Result<RegressionResult, RunError> {
+) -> Result<RegressionResult, AppError> {
     let mlp = uci_mlp(data.n_features);
-    run_regression(run, &mlp, data, device, files)
+    Ok(run_regression(run, &mlp, data, device, files)?)
 }

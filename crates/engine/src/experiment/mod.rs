@@ -9,19 +9,20 @@
 //! * continues a checkpointed run from its folder alone ([`resume()`]): the settings, data folder
 //!   and device the checkpoint records, the data checked against the digest it records;
 //! * runs the engine loop the same way for every experiment ([`drive`]): the divergence guard,
-//!   the experiment's recorders, its progress observer, checkpoints carrying the run's
-//!   [`RunMeta`], the early stop and the resume, `config.toml` written first by rank 0;
+//!   the steps and their time, the experiment's recorders, its progress observer, checkpoints
+//!   carrying the run's [`RunMeta`], the early stop and the resume, `config.toml` written
+//!   first by rank 0;
 //! * starts a run over the ranks of an MPI job ([`run_distributed`]);
 //! * runs a series of independent runs, the seeds of one configuration or the cells of a table
 //!   ([`run_series`], each with its result file: [`with_result_file`]).
 //!
-//! Beside it, the skeletons of a regression experiment (an MLP on a split of tabular data, any
-//! sampler, its model average: [`regression`]) and of a toy experiment (a sampler on an
-//! analytic target, its mode masses and traces: [`toy`]).
-//!
 //! Beside it: the run's record ([`RunMeta`]: settings, data digest, device), continuing a
 //! checkpoint on one process or on as many ranks as wrote it ([`Resume`]). The skeleton prints
 //! nothing: lines for the user and progress go through the experiment's [`Console`].
+//!
+//! Two more skeletons: a regression experiment (an MLP on a split of tabular data, any sampler,
+//! its model average: [`regression`]) and a toy experiment (a sampler on an analytic target,
+//! its mode masses and traces: [`toy`]).
 
 mod meta;
 pub mod regression;
@@ -70,7 +71,8 @@ pub trait NetExperiment: Sized {
     type Network: Module;
     /// The sampler over the run's chains.
     type Sampler: Sampler<Ensemble: Ensemble<Snapshot = Vec<Self::Network>>>;
-    /// What a run records (checkpointed by its recorder).
+    /// What a run records (built by [`NetExperiment::train`] from its recorders and what
+    /// [`drive`] returns).
     type Record;
     /// Where a run stops early (tests of resume, `--stop-after`).
     type Stop: Copy;
@@ -86,7 +88,7 @@ pub trait NetExperiment: Sized {
         ranks: &Ranks,
     ) -> Result<Self::Sampler, Self::Error>;
     /// Runs (or continues) `session` with `sampler` (through [`drive`]) and returns the record:
-    /// on rank 0 of a finished run every chain's, on the other ranks their own.
+    /// on rank 0 every chain's; what the other ranks return is not read.
     fn train(
         session: Session<'_, Self>,
         data: &Self::Data,
@@ -367,9 +369,12 @@ pub struct Driven {
     pub steps: Vec<Vec<ChainStep>>,
     /// Steps done, over every session of the run.
     pub steps_done: u64,
-    /// Seconds rank 0's steps took ([`TrainClock`]: the sampler's step and the
+    /// Seconds rank 0's steps took ([`TrainClock::step_seconds`]: the sampler's step and the
     /// [`Observer::before_step`] of the experiment's recorders), over every session of the run.
-    pub train_seconds: f64,
+    pub step_seconds: f64,
+    /// Seconds of rank 0's run loop ([`TrainClock::loop_seconds`]: batches, steps, every
+    /// observer, checkpoints), over every session of the run.
+    pub loop_seconds: f64,
 }
 
 /// The engine run of `session`: the divergence guard (NaN, and the [`BLOW_UP`] rule), every
@@ -463,6 +468,7 @@ where
         trace,
         steps: steps.collect(),
         steps_done: clock.steps_done(),
-        train_seconds: clock.seconds(),
+        step_seconds: clock.step_seconds(),
+        loop_seconds: clock.loop_seconds(),
     }))
 }

@@ -1,23 +1,29 @@
-//! The steps a run has done and the time its sampler's steps took, kept with the run.
+//! The steps a run has done and the time they took, kept with the run.
 
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::error::RunError;
 use crate::observer::{Observer, Progress, decode, encode};
 
-/// Counts the steps done and the seconds from each step's start (this observer's
-/// [`Observer::before_step`]) to its report (its [`Observer::on_step`]): register it before the
-/// observers whose work should not count (evaluations). Checkpointed, so a resumed run goes on
-/// counting from the checkpoint.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// Counts the steps done and two times, checkpointed, so a resumed run goes on counting from
+/// the checkpoint:
+///
+/// * [`TrainClock::step_seconds`]: from each step's start (this observer's
+///   [`Observer::before_step`]) to its report (its [`Observer::on_step`]): the sampler's step
+///   and the `before_step` of the observers registered after the clock;
+/// * [`TrainClock::loop_seconds`]: from the run's start to the last step's report, all the
+///   loop's work (batches, every observer, checkpoints) but what follows the last report.
+///
+/// Register it before the observers whose work the step time should not count (evaluations).
+#[derive(Clone, Debug, Default)]
 pub struct TrainClock {
     steps_done: u64,
-    seconds: f64,
-    #[serde(skip)]
+    step_seconds: f64,
+    loop_seconds: f64,
     started: Option<Instant>,
+    mark: Option<Instant>,
 }
 
 impl TrainClock {
@@ -31,33 +37,46 @@ impl TrainClock {
         self.steps_done
     }
 
-    /// Seconds spent in the steps (over every session of the run).
-    pub fn seconds(&self) -> f64 {
-        self.seconds
+    /// Seconds from the steps' starts to their reports (over every session of the run).
+    pub fn step_seconds(&self) -> f64 {
+        self.step_seconds
+    }
+
+    /// Seconds of the run loop up to the last step's report (over every session of the run).
+    pub fn loop_seconds(&self) -> f64 {
+        self.loop_seconds
     }
 }
 
+/// Seconds since `t`, if set.
+fn since(t: Option<Instant>) -> f64 {
+    t.map_or(0.0, |t| t.elapsed().as_secs_f64())
+}
+
 impl<S: Sampler> Observer<S> for TrainClock {
+    fn on_start(&mut self, _: &Progress, _: &S) -> Result<(), RunError> {
+        self.mark = Some(Instant::now());
+        Ok(())
+    }
+
     fn before_step(&mut self, _: &Progress, _: &S) -> Result<(), RunError> {
         self.started = Some(Instant::now());
         Ok(())
     }
 
     fn on_step(&mut self, at: &Progress, _: &S, _: &StepReport) -> Result<(), RunError> {
-        self.seconds += self
-            .started
-            .take()
-            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        self.step_seconds += since(self.started.take());
+        self.loop_seconds += since(self.mark.replace(Instant::now()));
         self.steps_done = at.step + 1;
         Ok(())
     }
 
     fn save(&self) -> Result<Vec<u8>, RunError> {
-        encode(&(self.steps_done, self.seconds))
+        encode(&(self.steps_done, self.step_seconds, self.loop_seconds))
     }
 
     fn restore(&mut self, state: &[u8]) -> Result<(), RunError> {
-        (self.steps_done, self.seconds) = decode(state)?;
+        (self.steps_done, self.step_seconds, self.loop_seconds) = decode(state)?;
         Ok(())
     }
 }
@@ -81,7 +100,7 @@ mod tests {
     }
 
     #[test]
-    fn the_clock_counts_steps_and_their_time_and_goes_on_after_a_restore() {
+    fn the_clock_counts_steps_their_time_and_the_loops_and_goes_on_after_a_restore() {
         let mut clock = TrainClock::new();
         // A pause in an observer registered after the clock counts as the step's time.
         let pause = std::time::Duration::from_millis(20);
@@ -95,7 +114,9 @@ mod tests {
             .run(&mut sgld(), &mut Repeat(()))
             .unwrap();
         assert_eq!(clock.steps_done(), 3);
-        assert!(clock.seconds() >= 3.0 * pause.as_secs_f64(), "{clock:?}");
+        let paused = 3.0 * pause.as_secs_f64();
+        assert!(clock.step_seconds() >= paused, "{clock:?}");
+        assert!(clock.loop_seconds() >= clock.step_seconds(), "{clock:?}");
         // One registered before it does not.
         let mut slow = BeforeStep(|_: &Progress, _: &Sgld| {
             std::thread::sleep(pause);
@@ -107,10 +128,13 @@ mod tests {
             .observe(&mut quick)
             .run(&mut sgld(), &mut Repeat(()))
             .unwrap();
-        assert!(quick.seconds() < clock.seconds(), "{quick:?} vs {clock:?}");
+        assert!(quick.step_seconds() < paused, "{quick:?}");
+        // The loop counts the pause wherever it is.
+        assert!(quick.loop_seconds() >= paused, "{quick:?}");
         let state = Observer::<Sgld>::save(&clock).unwrap();
         let mut back = TrainClock::new();
         Observer::<Sgld>::restore(&mut back, &state).unwrap();
-        assert_eq!((back.steps_done(), back.seconds()), (3, clock.seconds()));
+        let times = |c: &TrainClock| (c.steps_done(), c.step_seconds(), c.loop_seconds());
+        assert_eq!(times(&back), times(&clock));
     }
 }

@@ -83,7 +83,8 @@ type EachStep<'a, M, St> =
 /// step's log weights and rungs refer to, as [`Kept`](crate::Kept) holds them) with `score`,
 /// after the step, so the score sees the step's report; rank 0 receives every chain's score in
 /// global chain order ([`Ranks::gather_chains`]) and folds them into the state `St` with
-/// `fold` (the other ranks keep `St::default()`). With [`Evaluate::at_end`] the final models
+/// `fold` (the other ranks' state is only what [`Evaluate::after_each_step`] makes of the
+/// initial one). With [`Evaluate::at_end`] the final models
 /// are scored once more after the last step ([`Scoring::end`]). The state and the seconds
 /// spent are checkpointed with the run, so a resumed run folds the same scores.
 ///
@@ -101,6 +102,8 @@ pub struct Evaluate<'a, M, T, St> {
     clocked: bool,
     timed: Timed<St>,
     held: Option<Vec<M>>,
+    /// The models [`Evaluate::after_each_step`] sees (a buffer kept between steps).
+    now: Vec<M>,
 }
 
 impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
@@ -149,6 +152,7 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
                 seconds: 0.0,
             },
             held: None,
+            now: Vec::new(),
         }
     }
 
@@ -186,7 +190,8 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
         self
     }
 
-    /// The folded state (rank 0's; the default on the other ranks).
+    /// The folded state (rank 0's; on the other ranks what [`Evaluate::after_each_step`] made
+    /// of the initial one).
     pub fn state(&self) -> &St {
         &self.timed.state
     }
@@ -218,6 +223,13 @@ where
     where
         M: 'm,
     {
+        if !self.ranks.is_distributed() && report.local.len() != report.energies.len() {
+            return Err(RunError::Setting(
+                "the run's chains are spread over ranks: its evaluation must be too \
+                 (Evaluate::over)"
+                    .into(),
+            ));
+        }
         let clock = Instant::now();
         let mine = models
             .zip(chains)
@@ -304,9 +316,8 @@ where
         }
         if let Some(f) = self.each_step.as_mut() {
             let clock = Instant::now();
-            let mut models = Vec::new();
-            sampler.ensemble().snapshot_into(&mut models);
-            f(&mut self.timed.state, at, report, &models).map_err(RunError::Observer)?;
+            sampler.ensemble().snapshot_into(&mut self.now);
+            f(&mut self.timed.state, at, report, &self.now).map_err(RunError::Observer)?;
             if self.clocked {
                 self.timed.seconds += clock.elapsed().as_secs_f64();
             }

@@ -9,7 +9,7 @@
 //! | [`ModelAverage`] | the importance-weighted average of a prediction over the kept models | the average |
 //! | [`ClassifierAverage`] | the model average of class probabilities: accuracy, NLL, Brier, ECE, reliability, entropy, mutual information, OOD AUROC / AUPR | the averages |
 //! | [`Evaluate`] | scores every chain's pre-move model at chosen steps (and the final models), gathered over the ranks and folded on rank 0 | the folded state, seconds |
-//! | [`TrainClock`] | counts the steps done and the seconds the steps took | steps, seconds |
+//! | [`TrainClock`] | counts the steps done, the seconds the steps took and those of the run loop | steps, seconds |
 //! | [`StepColumns`] | a value per chain and step (an energy, a multiplier), joined over the ranks on rank 0 | the rows |
 //! | [`SampleSaver`] | saves kept models as burn records or safetensors files with their log weights | index length |
 //! | [`Trace`] | per-chain draws of energies, log weights and functionals; R-hat, ESS, k-hat; an ArviZ Zarr store ([`Trace::write_zarr`]) | the draws |

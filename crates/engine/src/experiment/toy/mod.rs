@@ -7,7 +7,7 @@
 mod collector;
 mod run;
 
-pub use run::{Persist, ToyOutcome, build_target, check, run_toy, run_toy_on, starts};
+pub use run::{Persist, ToyOutcome, check, run_toy, run_toy_on};
 
 use serde::{Deserialize, Serialize};
 #[cfg(feature = "fault-injection")]
@@ -159,7 +159,12 @@ impl ToyConfig {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use sgmcmc_samplers::comm::ThreadGroup;
+
     use super::*;
+    use crate::ranks::Ranks;
     use crate::settings::merge_toml;
 
     /// A target name given later replaces a `[target]` table, and a table replaces a name.
@@ -172,5 +177,56 @@ mod tests {
         assert_eq!(renamed.target, TargetChoice::from("nine-mode"));
         let back = merge_toml(&renamed, table, "config").unwrap();
         assert_eq!(back.target, custom.target);
+    }
+
+    /// What a run folded: mode masses, the weighted mean, the first coordinate's traces and
+    /// weights, the plot samples and the log rows.
+    type Folded = (
+        Vec<f64>,
+        Vec<f64>,
+        Traces,
+        Traces,
+        Vec<Vec<f64>>,
+        Vec<Vec<f64>>,
+    );
+    type Traces = Vec<Vec<f64>>;
+
+    fn folded(o: &ToyOutcome) -> Folded {
+        let modes = o.modes.as_ref().expect("nine-mode has modes").raw_masses();
+        let (x0, w) = (o.x0.chains.clone(), o.weights.chains.clone());
+        let samples = o.plot_samples.clone();
+        (modes, o.mean.mean(), x0, w, samples, o.metrics.clone())
+    }
+
+    #[test]
+    fn a_run_over_ranks_folds_the_one_process_outcome_to_the_bit() {
+        // Independent chains (rank 0 completes the log rows from every rank's energies) and
+        // ICSGLD x 4 (one shared theta, importance weights), over two ranks as threads.
+        for sampler in ["sgld", "icsgld"] {
+            let cfg = ToyConfig {
+                sampler: toy_sampler(sampler),
+                chains: 4,
+                iters: 3000,
+                log_points: 30,
+                ..ToyConfig::default()
+            };
+            let one = folded(&run_toy(&cfg, |_, _| ()).unwrap());
+            let ranks: Vec<Option<Folded>> = std::thread::scope(|s| {
+                let handles: Vec<_> = ThreadGroup::new(2)
+                    .into_iter()
+                    .map(|g| {
+                        let cfg = &cfg;
+                        s.spawn(move || {
+                            let ranks = Ranks::over(Arc::new(g));
+                            let out = run_toy_on(cfg, |_, _| (), &ranks, None).unwrap();
+                            out.as_ref().map(folded)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert!(ranks[1].is_none(), "{sampler}: rank 1 returns nothing");
+            assert_eq!(ranks[0].as_ref(), Some(&one), "{sampler}");
+        }
     }
 }

@@ -76,7 +76,7 @@ pub struct Persist {
 }
 
 /// The target of `cfg` with its noise overrides.
-pub fn build_target(cfg: &ToyConfig) -> Result<ToyTarget, RunError> {
+fn build_target(cfg: &ToyConfig) -> Result<ToyTarget, RunError> {
     let setting = |e: &dyn std::fmt::Display| RunError::Setting(e.to_string());
     let target = cfg.target.build().map_err(|e| setting(&e))?;
     let default = *target.noise();
@@ -88,7 +88,7 @@ pub fn build_target(cfg: &ToyConfig) -> Result<ToyTarget, RunError> {
 }
 
 /// Starting points of the chains.
-pub fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, RunError> {
+fn starts(cfg: &ToyConfig, target: &ToyTarget) -> Result<Vec<Vec<f64>>, RunError> {
     let d = target.dim();
     match &cfg.init {
         Init::Point(p) if p.len() == d => Ok(vec![p.clone(); cfg.chains]),
