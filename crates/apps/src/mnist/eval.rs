@@ -1,35 +1,18 @@
-//! Predictions of sampled CNNs: class probabilities on an image set, and the run's weighted
-//! Bayesian model averages (in-distribution test set, held-out digits, Fashion-MNIST).
+//! Predictions of sampled CNNs (the class probabilities of
+//! [`sgmcmc_engine::predict::classifier::probabilities`]) and the run's weighted Bayesian model
+//! averages (in-distribution test set, held-out digits, Fashion-MNIST).
 
-use burn::module::Module;
-use burn::tensor::{Device, activation};
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::ImageSet;
+use sgmcmc_data::datasets::ImageBatcher;
+use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
+use sgmcmc_engine::predict::classifier::probabilities;
+use sgmcmc_models::Cnn;
 use sgmcmc_models::metrics::{Bma, accuracy, nll};
-use sgmcmc_models::{Cnn, Network};
 
 use crate::error::AppError;
-use crate::mnist::data::{MnistData, images};
-
-/// Images per forward pass during evaluation.
-const CHUNK: usize = 1000;
-
-/// Class probabilities `[n, k]` (row-major) of `model` on every image of `set`, forward only
-/// on the plain `device`.
-pub fn probabilities(model: &Cnn, set: &ImageSet, device: &Device) -> Result<Vec<f64>, AppError> {
-    let model = model.valid();
-    let mut out = Vec::new();
-    let all: Vec<usize> = (0..set.len()).collect();
-    for idx in all.chunks(CHUNK) {
-        let p = activation::softmax(model.forward(images(set, idx, device)), 1);
-        let v = p
-            .into_data()
-            .try_into_vec::<f32>()
-            .map_err(|e| AppError::Run(format!("reading predictions: {e:?}")))?;
-        out.extend(v.into_iter().map(f64::from));
-    }
-    Ok(out)
-}
+use crate::mnist::data::MnistData;
 
 /// The weighted model averages of a run (checkpointed with it).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -84,7 +67,11 @@ impl ChainPredictions {
         device: &Device,
         collect: bool,
     ) -> Result<Self, AppError> {
-        let on = |set: &ImageSet| probabilities(model, set, device);
+        let norm = ImageBatcher {
+            mean: MNIST_MEAN,
+            std: MNIST_STD,
+        };
+        let on = |set: &ImageSet| probabilities(model, set, &norm, device);
         Ok(Self {
             test: on(&data.test)?,
             collected: collect,

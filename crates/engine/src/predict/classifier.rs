@@ -14,7 +14,7 @@ use std::path::Path;
 
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
-use burn::tensor::{Device, Tensor, activation};
+use burn::tensor::{Device, Int, Tensor, activation};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::Images;
@@ -75,17 +75,23 @@ pub struct ClassPredictions {
     pub metrics: Option<ClassifierMetrics>,
 }
 
-/// Class probabilities `[n, k]` (row-major) of `model` on every image of `set`, forward only on
-/// the plain `device` with the running BatchNorm statistics. Chunks of images run on the
+/// Class probabilities `[n, k]` (row-major) of `model` on every image of `set` (any dataset of
+/// images: [`Images`], an MNIST `ImageSet`), normalised by `norm`, forward only on the plain
+/// `device` with the running BatchNorm statistics. Chunks of images run on the
 /// threads of the current pool (burn's inference convolution keeps about one core busy); each
 /// chunk is computed alone and the rows are concatenated in order, so the result does not
 /// depend on the threads.
-pub fn probabilities<M: Network<Input = Tensor<4>> + Sync>(
+pub fn probabilities<M, D, B>(
     model: &M,
-    set: &Images,
-    norm: &ChannelBatcher,
+    set: &D,
+    norm: &B,
     device: &Device,
-) -> Result<Vec<f64>, RunError> {
+) -> Result<Vec<f64>, RunError>
+where
+    M: Network<Input = Tensor<4>> + Sync,
+    D: Dataset<ImageItem>,
+    B: Batcher<ImageItem, (Tensor<4>, Tensor<1, Int>)> + Sync,
+{
     let model = model.valid();
     let starts: Vec<usize> = (0..set.len()).step_by(CHUNK).collect();
     let chunks: Vec<Vec<f32>> = starts
