@@ -75,6 +75,13 @@ pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<f64>]) -> Result<(), 
     Ok(sgmcmc_engine::fs::write_csv(path, header, rows)?)
 }
 
+/// The smallest and largest of `values` (`[inf, -inf]` for none, which any value widens).
+pub fn range(values: impl Iterator<Item = f64>) -> [f64; 2] {
+    values.fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], v| {
+        [lo.min(v), hi.max(v)]
+    })
+}
+
 /// `m +- sd` for a table: the standard deviation to two significant digits and the mean to the
 /// same decimal place (`2.97 +- 0.12`); in scientific notation where that needs more than six
 /// decimals or the mean is 10^6 or more (`1.36e-4 +- 5.0e-6`: fixed decimals printed naval's

@@ -94,11 +94,6 @@ pub struct Record {
     pub multiplier_range: [f64; 2],
 }
 
-/// The range of no value, which any value widens.
-fn empty_range() -> [f64; 2] {
-    [f64::INFINITY, f64::NEG_INFINITY]
-}
-
 /// The last collected network on its own.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LastSample {
@@ -445,7 +440,7 @@ impl NetExperiment for Images {
             train_seconds: (driven.loop_seconds - eval_seconds).max(0.0),
             eval_seconds,
             trace: driven.trace,
-            multiplier_range: multipliers.fold(empty_range(), |[lo, hi], m| [lo.min(m), hi.max(m)]),
+            multiplier_range: crate::output::range(multipliers),
         })
     }
 

@@ -24,7 +24,7 @@ use crate::mnist::config::MnistConfig;
 use crate::mnist::data::MnistData;
 use crate::mnist::eval::scores;
 use crate::mnist::run::Record;
-use crate::output::{RunHeader, write_csv, write_json};
+use crate::output::{RunHeader, range, write_csv, write_json};
 
 /// Entropy level (nats) above which a held-out prediction counts as uncertain.
 pub const ENTROPY_LEVEL: f64 = 0.5;
@@ -67,12 +67,6 @@ pub struct MnistSummary {
     /// and tail ESS, MCSE) and the Pareto k-hat of their log weights when these vary; the
     /// draws are in `trace.zarr`.
     pub diagnostics: TraceSummary,
-}
-
-fn range(values: impl Iterator<Item = f64>) -> [f64; 2] {
-    values.fold([f64::INFINITY, f64::NEG_INFINITY], |[lo, hi], v| {
-        [lo.min(v), hi.max(v)]
-    })
 }
 
 /// Writes every output of a finished run into `dir`; returns the summary.

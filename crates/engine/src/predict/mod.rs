@@ -100,11 +100,7 @@ pub fn regression(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<
     let template: Mlp = mlp.init(device);
     let mean = posterior
         .average(&template, |m: &Mlp| {
-            m.forward(x.clone())
-                .into_data()
-                .try_into_vec::<f32>()
-                .map(|v| v.into_iter().map(f64::from).collect())
-                .map_err(|e| format!("reading predictions: {e:?}"))
+            crate::tensors::host_values(m.forward(x.clone()))
         })?
         .mean()
         .ok_or_else(|| RunError::Input("every saved model has weight 0".into()))?;

@@ -22,6 +22,7 @@ use crate::observers::{
 };
 use crate::predict::SavedModel;
 use crate::ranks::Ranks;
+use crate::tensors::host_values;
 use crate::{BatchSource, Checkpoints, Run, Shuffle, TensorBatches, init};
 
 /// Runs `run` with the network `mlp` on the split `data` on `device` (plain or autodiff), with
@@ -118,13 +119,6 @@ fn same_settings(
     Err(changed_settings(path, old.as_ref(), run))
 }
 
-fn to_vec(t: Tensor<2>) -> Result<Vec<f64>, String> {
-    t.into_data()
-        .try_into_vec::<f32>()
-        .map(|v| v.into_iter().map(f64::from).collect())
-        .map_err(|e| format!("reading predictions: {e:?}"))
-}
-
 /// [`run_regression_on`] for this rank's initial models (MLPs, or MLPs with a learned noise
 /// precision) and their posterior.
 fn run_model<M, T>(
@@ -194,8 +188,8 @@ where
         sums,
         |_: &Scoring<'_>, m: &M| {
             Ok(ModelPredictions {
-                test: to_vec(m.forward(x_test.clone()))?,
-                train: to_vec(m.forward(x_fit.clone()))?,
+                test: host_values(m.forward(x_test.clone()))?,
+                train: host_values(m.forward(x_fit.clone()))?,
                 log_precision: m
                     .log_precision()
                     .map(|lp| f64::from(lp.val().into_scalar::<f32>())),
