@@ -9,7 +9,6 @@ pub mod cli;
 pub mod data_cmd;
 pub mod demo;
 pub mod digits;
-pub mod distributed;
 pub mod error;
 pub mod images;
 pub mod mnist;

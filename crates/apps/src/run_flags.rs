@@ -72,8 +72,12 @@ impl RunFlags {
         stop: E::Stop,
     ) -> Option<Result<(), AppError>> {
         let dir = self.resume.as_ref()?;
-        let ranks = crate::distributed::ranks_of(self.distributed);
-        Some(ranks.and_then(|r| sgmcmc_engine::experiment::resume::<E>(&r, dir, stop, self.quiet)))
+        Some(sgmcmc_engine::experiment::resume::<E>(
+            self.distributed,
+            dir,
+            stop,
+            self.quiet,
+        ))
     }
 
     /// One fresh run over the ranks of this MPI job ([`run_distributed`]): every rank resolves
@@ -85,8 +89,7 @@ impl RunFlags {
         resolve: impl FnOnce() -> Result<(E::Config, PathBuf), AppError>,
         stop: E::Stop,
     ) -> Result<(), AppError> {
-        let ranks = crate::distributed::join()?;
         let root = self.data_root();
-        run_distributed::<E>(&ranks, resolve, (&root, files), self.launch(), stop)
+        run_distributed::<E>(resolve, (&root, files), self.launch(), stop)
     }
 }

@@ -282,7 +282,7 @@ fn velocity_swap(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<
 
 /// Runs the distributed benchmarks; rank 0 prints and writes `summary.json`.
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
-    let ranks = sgmcmc_apps::distributed::join()?;
+    let ranks = sgmcmc_engine::Ranks::of(true)?;
     let start = Instant::now();
     if ranks.rank() == 0
         && let Err(e) = output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])

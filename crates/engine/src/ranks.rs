@@ -61,6 +61,25 @@ impl Ranks {
         Ok(Self::over(Arc::new(comm)))
     }
 
+    /// The ranks a command asks for: with `distributed` the MPI job this process was started in
+    /// (`Ranks::join`; in a build without the `mpi` feature, an error naming the feature),
+    /// else this process alone.
+    pub fn of(distributed: bool) -> Result<Self, RunError> {
+        if !distributed {
+            return Ok(Self::local());
+        }
+        #[cfg(feature = "mpi")]
+        {
+            Self::join()
+        }
+        #[cfg(not(feature = "mpi"))]
+        Err(RunError::Setting(
+            "--distributed needs MPI: this sgmcmc was built without it (rebuild with `--features \
+             mpi`, after scripts/install-deps.sh)"
+                .into(),
+        ))
+    }
+
     /// The ranks of `comm` (e.g. a [`sgmcmc_samplers::comm::ThreadGroup`] handle in tests).
     pub fn over(comm: Arc<dyn Communicator>) -> Self {
         Self {
@@ -143,10 +162,11 @@ impl Ranks {
         } else {
             None
         };
-        let shared = self.broadcast(mine.as_ref().map(share))?;
+        // In a 1-tuple: `Some(())` and `None` would both encode as a null.
+        let shared = self.broadcast(mine.as_ref().map(|p| (share(p),)))?;
         match (mine, shared) {
             (Some(p), _) => self.agree(Ok(p)),
-            (None, Some(s)) => self.agree(follow(s)),
+            (None, Some((s,))) => self.agree(follow(s)),
             (None, None) => self.agree(Err(RunError::Observer("rank 0 sent no run".into()).into())),
         }
     }

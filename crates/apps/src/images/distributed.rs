@@ -6,10 +6,11 @@
 //!
 //! Over ranks: ICSGHMC x P (the shared `theta` from the gathered energies), M-SGD x P and the
 //! other independent chains, DEO*-SGD x P (its exploration rungs run SGD, rung 0 SGLD: no
-//! velocity). Refused: the replica exchange of `resghmc`, `vr-resghmc` and `cvr-resghmc`,
-//! which draws its swap variance from fresh minibatches and full-data passes
-//! (variance-reduced replica exchange, one process), and cycSWAG, whose draws come from
-//! per-chain fits rank 0 does not hold.
+//! velocity). Refused over more than one rank (a job of one rank runs them as one process
+//! does): the replica exchange of `resghmc`, `vr-resghmc` and `cvr-resghmc`, which draws its
+//! swap variance from fresh minibatches and full-data passes (variance-reduced replica
+//! exchange, one process), and cycSWAG, whose draws come from per-chain fits rank 0 does not
+//! hold.
 
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
@@ -76,8 +77,8 @@ impl ChainProbs {
     }
 }
 
-/// The sampler of `spec` over this rank's part `ensemble` of the chains `placement` lays out;
-/// refuses what cannot run over ranks (see the module docs).
+/// The sampler of `spec` over this rank's part `ensemble` of the chains `placement` lays out
+/// over several ranks; refuses what cannot run over them (see the module docs).
 pub fn placed(
     config: &ImagesConfig,
     spec: SamplerSpec,

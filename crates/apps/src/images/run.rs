@@ -25,13 +25,13 @@ use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, pro
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, init};
 use sgmcmc_models::metrics::{ClassifierMetrics, OodMetrics, sorted_entropy};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
+use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 use sgmcmc_samplers::sampler::StepReport;
 use sgmcmc_samplers::swag::{CycleSwag, Swag};
 
-use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::images::Images;
 use crate::images::config::ImagesConfig;
@@ -316,13 +316,12 @@ impl NetExperiment for Images {
         config: &ImagesConfig,
         data: &ImagesData,
         device: &Device,
-        ranks: &Ranks,
+        placement: Placement,
     ) -> Result<ImagesSampler, AppError> {
         let arch = config.architecture()?;
         let (classes, channels) = (data.classes(), data.train.channels);
         arch.init(classes, channels, config.width, device)
             .map_err(AppError::Usage)?;
-        let placement = ranks.placement(config.chains)?;
         let here = placement.here();
         let modules = init::chains_in(device, config.seed, here.clone(), || {
             arch.init(classes, channels, config.width, device)
@@ -332,7 +331,7 @@ impl NetExperiment for Images {
             ModuleEnsemble::new_part(posterior(config, data), modules, config.seed, here.start)?;
         let per_epoch = steps_per_epoch(config, data);
         let spec = config.spec(total_steps(config, data), per_epoch)?;
-        if ranks.is_distributed() {
+        if placement.is_distributed() {
             return placed(config, spec, ensemble, placement);
         }
         // Replica exchange draws fresh minibatches for its swap variance and, with control

@@ -30,11 +30,11 @@ use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
 use sgmcmc_engine::{BatchSource as _, Checkpoint, DatasetBatches, Length, Progress, init};
 use sgmcmc_models::posterior::Batch;
 use sgmcmc_models::{Cnn, CnnConfig, Likelihood, Posterior, Scale};
+use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
 
-use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::mnist::Mnist;
 use crate::mnist::config::MnistConfig;
@@ -116,7 +116,7 @@ pub fn build(
     data: &MnistData,
     device: &Device,
 ) -> Result<MnistSampler, AppError> {
-    <Mnist as NetExperiment>::build_on(config, data, device, &Ranks::local())
+    <Mnist as NetExperiment>::build_on(config, data, device, Placement::local(config.chains))
 }
 
 /// The network of a run.
@@ -246,7 +246,7 @@ impl NetExperiment for Mnist {
         config: &MnistConfig,
         data: &MnistData,
         device: &Device,
-        ranks: &Ranks,
+        placement: Placement,
     ) -> Result<MnistSampler, AppError> {
         let posterior = Posterior {
             likelihood: Likelihood::Categorical,
@@ -256,8 +256,7 @@ impl NetExperiment for Mnist {
             },
         };
         let cnn = cnn_config(config, data);
-        let placement = ranks.placement(config.chains)?;
-        let here = placement.here();
+        let (here, leader) = (placement.here(), placement.rank() == 0);
         let modules = init::chains_in(device, config.seed, here.clone(), || cnn.init(device));
         let ensemble = ModuleEnsemble::new_part(posterior, modules, config.seed, here.start)?;
         let total = (config.epochs * steps_per_epoch(config, data)) as u64;
@@ -266,7 +265,7 @@ impl NetExperiment for Mnist {
             .build_placed(ensemble, config.seed, placement)?;
         if let Some(reach) = sampler
             .multiplier_reach(total)
-            .filter(|r| *r < 0.01 && ranks.is_leader())
+            .filter(|r| *r < 0.01 && leader)
         {
             // E.g. `csgld`: the power field at zeta 3e4 from a uniform theta over 10,000 bins.
             eprintln!(

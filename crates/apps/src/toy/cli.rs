@@ -9,7 +9,7 @@ use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::{apply_sets, check_flags_vs_sets, check_sets_read, with_config};
 
 use crate::error::AppError;
-use crate::output::{Force, fresh_run_dir};
+use crate::output::Force;
 use crate::toy::{self, ToyConfig};
 
 /// Options of `sgmcmc toy`.
@@ -161,9 +161,7 @@ pub fn run(a: &ToyArgs) -> Result<(), AppError> {
     }
     sgmcmc_engine::experiment::toy::check(&cfg)?;
     let persist = toy::resume::persist(a, &out, &cfg)?;
-    let ranks = crate::distributed::ranks_of(a.distributed)?;
-    ranks.on_leader(|| fresh_run_dir(&out, a.force.force, toy::report::FILES).map(drop))?;
-    toy::resume::finish(&ranks, &cfg, &out, !a.quiet, persist)
+    toy::resume::run_fresh(a, &cfg, &out, persist)
 }
 
 /// Writes a toy run's outputs into `out` and prints its summary (`ranks`: of a distributed

@@ -17,19 +17,20 @@ pub mod protocol;
 
 use std::path::{Path, PathBuf};
 
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_data::UciDataset;
 use sgmcmc_engine::DeviceChoice;
+use sgmcmc_engine::RunError;
 use sgmcmc_engine::experiment::Console;
 use sgmcmc_engine::experiment::regression::{
-    RegressionNoise, RegressionResult, RegressionRun, RunFiles, changed_settings, run_regression_on,
+    RegressionNoise, RegressionResult, RegressionRun, RunFiles, SeriesRun, run_regressions,
 };
-use sgmcmc_engine::experiment::{DataDigest, DataRecord, run_series, with_result_file};
+use sgmcmc_engine::experiment::{DataDigest, DataRecord, Lead, leader_only, run_job};
 use sgmcmc_samplers::control::RandomField;
 use sgmcmc_samplers::registry::{Family, SamplerSettings};
 
 use self::protocol::uci_mlp;
-use crate::distributed::Ranks;
 use crate::error::AppError;
 use crate::output;
 
@@ -283,13 +284,6 @@ fn dataset_dir(data_dir: Option<&Path>, name: &str) -> PathBuf {
     sgmcmc_data::data_root(data_dir).join("uci").join(name)
 }
 
-/// One run of the command: a dataset, the run's settings (with its seed) and its files.
-struct Job {
-    dataset: String,
-    run: RegressionRun,
-    files: Option<RunFiles>,
-}
-
 /// The resolved settings of `sgmcmc uci` (one dataset and sampler), written to `config.toml`
 /// and read back by `--resume`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -355,72 +349,25 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<RegressionRun, Ap
     Ok(run)
 }
 
-/// Runs `jobs`, each on its dataset in `datasets` ([`run_series`]: `workers` side by side in
-/// one process, one after another over the ranks of a distributed run); rank 0's results in
-/// job order. A job with
-/// files writes its `result.json`, and a continued folder's finished jobs are read back.
-///
-/// In one process a failed run (e.g. a diverged chain) is recorded with NaN metrics and its
-/// reason, so one failure does not lose the grid; input errors still stop everything.
-fn run_jobs(
-    ranks: &Ranks,
+/// `series(device, tick)` on the device `device` names, with a progress bar over its `runs`
+/// runs (drawn on rank 0, `leader`): what it returns and its wall-clock seconds.
+fn timed_series<T>(
+    runs: usize,
+    leader: bool,
     device: DeviceChoice,
-    workers: usize,
-    jobs: &[Job],
-    datasets: &[(String, UciDataset)],
-) -> Result<Vec<RegressionResult>, AppError> {
+    series: impl FnOnce(&Device, &(dyn Fn() + Sync)) -> Result<T, RunError>,
+) -> Result<(T, f64), AppError> {
+    let start = std::time::Instant::now();
     let device = device.tensor_device("uci")?.autodiff();
-    let pb = crate::progress::bar(jobs.len() as u64, "uci runs", ranks.is_leader());
-    let results = run_series(
-        ranks,
-        jobs,
-        workers,
-        || pb.inc(1),
-        |job, ranks| {
-            let data = &datasets
-                .iter()
-                .find(|d| d.0 == job.dataset)
-                .expect("loaded")
-                .1;
-            run_job(job, data, &device, ranks)
-        },
-    )?;
+    let pb = crate::progress::bar(runs as u64, "uci runs", leader);
+    let out = series(&device, &|| pb.inc(1))?;
     pb.finish_and_clear();
-    results
-        .into_iter()
-        .map(|r| match r {
-            Err(AppError::Run(why)) => Ok(RegressionResult::failed(why)),
-            r => r,
-        })
-        .collect()
+    Ok((out, start.elapsed().as_secs_f64()))
 }
 
-/// One job on this rank's chains of `ranks`: a finished one's `result.json` is read back (by
-/// rank 0, which alone returns results), else the run runs (or resumes).
-fn run_job(
-    job: &Job,
-    data: &UciDataset,
-    device: &burn::tensor::Device,
-    ranks: &Ranks,
-) -> Result<Option<RegressionResult>, AppError> {
-    let done = job.files.as_ref().map(|f| f.dir.join("result.json"));
-    // A result of an older sgmcmc records no settings and is read back as it is.
-    let check = |r: &RegressionResult, path: &Path| match r.settings.as_ref() {
-        Some(s) if *s != job.run => Err(changed_settings(path, Some(s), &job.run).into()),
-        _ => Ok(()),
-    };
-    with_result_file(ranks, done.as_deref(), check, || {
-        let split = data.split((job.run.seed as usize) % data.splits.len())?;
-        if let Some(f) = &job.files {
-            output::run_dir(&f.dir)?;
-        }
-        let mlp = uci_mlp(split.n_features);
-        let r = run_regression_on(&job.run, &mlp, &split, device, job.files.as_ref(), ranks)?;
-        Ok(r.map(|r| RegressionResult {
-            settings: Some(job.run.clone()),
-            ..r
-        }))
-    })
+/// The split a run's seed takes of `data` (seed `s` runs on split `s mod` the split count).
+fn split_of(run: &RegressionRun, data: &UciDataset) -> usize {
+    (run.seed as usize) % data.splits.len()
 }
 
 /// `sgmcmc uci`.
@@ -428,35 +375,43 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
     if a.table && a.resume.is_none() && a.config.is_none() {
         return table(a);
     }
-    let ranks = crate::distributed::ranks_of(a.distributed)?;
     // Over ranks, rank 0 resolves the run (a new folder, `--config` or `--resume`) and sends
     // its settings to the others, which read the data it recorded and check its digest; the
     // seeds then run one after another, each over every rank.
-    let p = ranks.lead(
-        || {
-            let p = prepare(a)?;
-            if a.distributed && p.config.save_samples {
-                return Err(AppError::Usage(
-                    "--save-samples writes each rank's models and one index: it runs in one \
-                     process"
-                        .into(),
-                ));
-            }
-            Ok(p)
+    let workers = if a.distributed { 1 } else { a.jobs };
+    run_job(
+        a.distributed,
+        Lead {
+            prepare: || {
+                let p = prepare(a)?;
+                if a.distributed && p.config.save_samples {
+                    return Err(AppError::Usage(
+                        "--save-samples writes each rank's models and one index: it runs in \
+                         one process"
+                            .into(),
+                    ));
+                }
+                Ok(p)
+            },
+            share: |p: &Prepared| (p.config.clone(), p.out.clone(), p.resume),
+            follow: |(config, out, resume): (UciConfig, PathBuf, bool)| {
+                let data = recorded_data(&config, &out.join("config.toml"))?;
+                Ok(Prepared {
+                    config,
+                    data,
+                    out,
+                    resume,
+                })
+            },
         },
-        |p| (p.config.clone(), p.out.clone(), p.resume),
-        |(config, out, resume)| {
-            let data = recorded_data(&config, &out.join("config.toml"))?;
-            Ok(Prepared {
-                config,
-                data,
-                out,
-                resume,
+        |p, ranks| {
+            let runs = seed_runs(p);
+            timed_series(runs.len(), ranks.is_leader(), p.config.device, |d, tick| {
+                run_regressions(ranks, &runs, workers, d, uci_mlp, tick)
             })
         },
-    )?;
-    let workers = if a.distributed { 1 } else { a.jobs };
-    single(&ranks, &p.config, p.data, workers, &p.out, p.resume)
+        |p, (results, wall), over| report_seeds(&p, results, wall, over),
+    )
 }
 
 /// A run ready to start or continue: its settings (written to `out/config.toml`), its data and
@@ -652,61 +607,60 @@ fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
     })
 }
 
-/// Runs the seeds of one configuration on `data` into `out`: on `threads` runs at a time in
-/// one process, one after another over the ranks of a distributed run (rank 0 reports).
-fn single(
-    ranks: &Ranks,
-    config: &UciConfig,
-    data: UciDataset,
-    threads: usize,
-    out: &Path,
-    resume: bool,
-) -> Result<(), AppError> {
-    let datasets = vec![(config.dataset.clone(), data)];
+/// The seeds of a prepared configuration, each on its split, with its files in `seed-K`
+/// when the run checkpoints or saves samples.
+fn seed_runs(p: &Prepared) -> Vec<SeriesRun<'_>> {
+    let config = &p.config;
     let files = config.checkpoint_every > 0 || config.save_samples;
-    let jobs: Vec<Job> = (0..config.seeds)
-        .map(|seed| Job {
-            dataset: config.dataset.clone(),
-            run: RegressionRun {
+    (0..config.seeds)
+        .map(|seed| {
+            let run = RegressionRun {
                 seed,
                 ..config.run.clone()
-            },
-            files: files.then(|| RunFiles {
-                dir: out.join(format!("seed-{seed}")),
-                checkpoint_every: config.checkpoint_every,
-                save_samples: config.save_samples,
-                resume,
-                command: "uci",
-                warn: crate::progress::Terminal::warn,
-            }),
-        })
-        .collect();
-    let start = std::time::Instant::now();
-    let results = run_jobs(ranks, config.device, threads, &jobs, &datasets)?;
-    ranks.on_leader(|| {
-        // Each seed's draws as an ArviZ store in its folder.
-        for (seed, r) in results.iter().enumerate() {
-            if let Some(trace) = &r.trace {
-                let dir = out.join(format!("seed-{seed}"));
-                crate::output::run_dir(&dir)?;
-                sgmcmc_engine::experiment::write_trace(&dir, trace)?;
+            };
+            SeriesRun {
+                split: split_of(&run, &p.data),
+                run,
+                data: &p.data,
+                files: files.then(|| RunFiles {
+                    dir: p.out.join(format!("seed-{seed}")),
+                    checkpoint_every: config.checkpoint_every,
+                    save_samples: config.save_samples,
+                    resume: p.resume,
+                    command: "uci",
+                    warn: crate::progress::Terminal::warn,
+                }),
             }
+        })
+        .collect()
+}
+
+/// Rank 0's report of the seeds of one configuration (`over`: the ranks of a distributed
+/// run): each seed's draws as an ArviZ store in its folder, the summary and its files.
+fn report_seeds(
+    p: &Prepared,
+    results: Vec<RegressionResult>,
+    wall: f64,
+    over: Option<usize>,
+) -> Result<(), AppError> {
+    let (config, out) = (&p.config, &p.out);
+    for (seed, r) in results.iter().enumerate() {
+        if let Some(trace) = &r.trace {
+            let dir = out.join(format!("seed-{seed}"));
+            crate::output::run_dir(&dir)?;
+            sgmcmc_engine::experiment::write_trace(&dir, trace)?;
         }
-        let sampler = config.run.sampler.name.clone();
-        let cells = vec![cell(&config.dataset, &sampler, results)];
-        let wall = start.elapsed().as_secs_f64();
-        report(&cells, config.seeds, wall, config.run.noise, out, false)?;
-        if ranks.is_distributed() {
-            println!(
-                "{} seeds of {} x {} chains, each over {} ranks",
-                config.seeds,
-                sampler,
-                config.run.chains,
-                ranks.size()
-            );
-        }
-        Ok(())
-    })
+    }
+    let sampler = config.run.sampler.name.clone();
+    let cells = vec![cell(&config.dataset, &sampler, results)];
+    report(&cells, config.seeds, wall, config.run.noise, out, false)?;
+    if let Some(ranks) = over {
+        println!(
+            "{} seeds of {} x {} chains, each over {ranks} ranks",
+            config.seeds, sampler, config.run.chains,
+        );
+    }
+    Ok(())
 }
 
 /// `sgmcmc uci --table`: 4 datasets x 6 samplers.
@@ -737,28 +691,41 @@ fn table(a: &UciArgs) -> Result<(), AppError> {
                 .map_err(|e| AppError::Input(format!("dataset `{n}`: {e}")))
         })
         .collect::<Result<_, _>>()?;
-    let mut jobs = Vec::new();
+    let mut series = Vec::new();
     for (d, run) in &runs {
+        let data = &datasets.iter().find(|x| x.0 == *d).expect("loaded").1;
         for seed in 0..a.seeds {
-            jobs.push(Job {
-                dataset: d.clone(),
-                run: RegressionRun {
-                    seed,
-                    ..run.clone()
-                },
+            let run = RegressionRun {
+                seed,
+                ..run.clone()
+            };
+            let split = split_of(&run, data);
+            series.push(SeriesRun {
+                run,
+                data,
+                split,
                 files: None,
             });
         }
     }
-    let start = std::time::Instant::now();
-    let results = run_jobs(&Ranks::local(), a.device, a.jobs, &jobs, &datasets)?;
-    let mut cells = Vec::new();
-    for (c, chunk) in results.chunks(a.seeds as usize).enumerate() {
-        let job = &jobs[c * a.seeds as usize];
-        cells.push(cell(&job.dataset, &job.run.sampler.name, chunk.to_vec()));
-    }
-    let wall = start.elapsed().as_secs_f64();
-    report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
+    // The table runs in one process: a job of one rank.
+    run_job(
+        false,
+        leader_only(|| Ok(())),
+        |(), ranks| {
+            timed_series(series.len(), true, a.device, |d, tick| {
+                run_regressions(ranks, &series, a.jobs, d, uci_mlp, tick)
+            })
+        },
+        |(), (results, wall), _| {
+            let cells: Vec<_> = runs
+                .iter()
+                .zip(results.chunks(a.seeds as usize))
+                .map(|((d, run), chunk)| cell(d, &run.sampler.name, chunk.to_vec()))
+                .collect();
+            report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
+        },
+    )
 }
 
 /// Seeds, epochs and jobs within what a run can hold.

@@ -13,6 +13,8 @@
 //!   carrying the run's [`RunMeta`], the early stop and the resume, `config.toml` written
 //!   first by rank 0;
 //! * starts a run over the ranks of an MPI job ([`run_distributed`]);
+//! * runs any command in the order a job of ranks follows: rank 0 prepares, every rank runs its
+//!   part, rank 0 reports ([`run_job`]);
 //! * runs a series of independent runs, the seeds of one configuration or the cells of a table
 //!   ([`run_series`], each with its result file: [`with_result_file`]).
 //!
@@ -24,12 +26,14 @@
 //! its model average: [`regression`]) and a toy experiment (a sampler on an analytic target,
 //! its mode masses and traces: [`toy`]).
 
+mod job;
 mod meta;
 pub mod regression;
 mod resume;
 mod series;
 pub mod toy;
 
+pub use job::{Lead, LeaderOnly, leader_only, run_job, run_job_on};
 pub use meta::{DataDigest, DataRecord, RunMeta, checkpoint_path};
 pub use resume::{Resume, one_process_error, resume_command, with_parts};
 pub use series::{run_series, with_result_file};
@@ -40,6 +44,7 @@ use burn::module::Module;
 use burn::tensor::Device;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
@@ -79,13 +84,13 @@ pub trait NetExperiment: Sized {
 
     /// Reads the data the settings ask for under the data folder `root`.
     fn load(root: &Path, config: &Self::Config) -> Result<Self::Data, Self::Error>;
-    /// The sampler of `config` over this rank's block of the chains laid out over `ranks`, on
-    /// the autodiff `device`.
+    /// The sampler of `config` over this rank's block of the chains `placement` lays out (all
+    /// of them in one process), on the autodiff `device`.
     fn build_on(
         config: &Self::Config,
         data: &Self::Data,
         device: &Device,
-        ranks: &Ranks,
+        placement: Placement,
     ) -> Result<Self::Sampler, Self::Error>;
     /// Runs (or continues) `session` with `sampler` (through [`drive`]) and returns the record:
     /// on rank 0 every chain's; what the other ranks return is not read.
@@ -219,7 +224,11 @@ pub fn execute_on<E: NetExperiment>(
     let (ranks, dir) = (session.ranks, session.dir);
     let (config, device_choice) = (session.meta.config.clone(), session.meta.device);
     let device = device_choice.tensor_device(E::COMMAND)?.autodiff();
-    let mut sampler = ranks.agree(E::build_on(&config, data, &device, ranks))?;
+    let built = ranks
+        .placement(config.chains())
+        .map_err(E::Error::from)
+        .and_then(|placement| E::build_on(&config, data, &device, placement));
+    let mut sampler = ranks.agree(built)?;
     let record = E::train(session, data, &mut sampler, &device)?;
     ranks.on_leader(|| {
         if let Some(done) = E::stopped(&config, data, &record) {
@@ -266,13 +275,15 @@ pub fn read_checkpoint<E: NetExperiment>(
 }
 
 /// `sgmcmc COMMAND --resume DIR [--distributed]`: the recorded settings, data folder and
-/// device; the data must be what the run started on.
+/// device, in this process or over the ranks of this MPI job with `distributed`
+/// ([`Ranks::of`], as many as wrote the checkpoint); the data must be what the run started on.
 pub fn resume<E: NetExperiment>(
-    ranks: &Ranks,
+    distributed: bool,
     dir: &Path,
     stop: E::Stop,
     quiet: bool,
 ) -> Result<(), E::Error> {
+    let ranks = &Ranks::of(distributed)?;
     let (meta, r) = read_checkpoint_on::<E>(dir, ranks)?;
     let data = ranks.agree(E::load(&meta.data.dir, &meta.config).and_then(|d| {
         meta.data.check(d.source())?;
@@ -316,16 +327,16 @@ pub struct Launch {
     pub quiet: bool,
 }
 
-/// One run over `ranks`, the ranks of this MPI job: every rank resolves the same settings and
-/// folder (`resolve`) and loads the same data from `root`; rank 0 prepares the folder (`files`,
-/// and the checkpoint parts) and writes the outputs.
+/// One run over the ranks of the MPI job this process was started in ([`Ranks::of`]): every
+/// rank resolves the same settings and folder (`resolve`) and loads the same data from `root`;
+/// rank 0 prepares the folder (`files`, and the checkpoint parts) and writes the outputs.
 pub fn run_distributed<E: NetExperiment>(
-    ranks: &Ranks,
     resolve: impl FnOnce() -> Result<(E::Config, PathBuf), E::Error>,
     (root, files): (&Path, &[&'static str]),
     launch: Launch,
     stop: E::Stop,
 ) -> Result<(), E::Error> {
+    let ranks = &Ranks::of(true)?;
     let (config, dir) = ranks.agree(resolve())?;
     ranks.on_leader(|| {
         fresh_run_dir(&dir, launch.force, &with_parts(files))?.warn(E::Console::warn);

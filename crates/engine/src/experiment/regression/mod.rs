@@ -25,10 +25,13 @@
 //! `1 / lambda_k` (`sgmcmc_models::regression_average`), in original units. RMSE is unchanged
 //! (the mixture's mean).
 //!
-//! Replica exchange draws its swap variance from fresh minibatches ([`fresh`]).
+//! Replica exchange draws its swap variance from fresh minibatches ([`fresh`]). A command's
+//! series of runs (seeds, the cells of a table), with their result files and the failed runs
+//! kept as rows: [`run_regressions`].
 
 pub mod fresh;
 mod run;
+mod series;
 
 use std::path::{Path, PathBuf};
 
@@ -39,6 +42,7 @@ use sgmcmc_samplers::diagnostics::ContourStats;
 use sgmcmc_samplers::registry::SamplerSettings;
 
 pub use run::{run_regression, run_regression_on};
+pub use series::{SeriesRun, run_regressions};
 
 use crate::error::RunError;
 use crate::observers::{TracePart, TraceSummary};

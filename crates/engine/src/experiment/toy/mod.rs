@@ -5,9 +5,11 @@
 //! ([`ToyConfig`], e.g. `sgmcmc toy`'s presets, files and flags) and the report.
 
 mod collector;
+mod persist;
 mod run;
 
-pub use run::{Persist, ToyOutcome, check, run_toy, run_toy_on};
+pub use persist::Persist;
+pub use run::{ToyOutcome, check, run_toy, run_toy_on};
 
 use serde::{Deserialize, Serialize};
 #[cfg(feature = "fault-injection")]

@@ -14,9 +14,9 @@ use sgmcmc_samplers::sampler::{ContourConfig, ReplicaSummary, Sampler};
 use sgmcmc_testfunctions::{self as toy, NoiseModel, ToyTarget};
 
 use super::collector::{Collector, Record};
+use super::persist::Persist;
 use super::{Init, ToyConfig};
 use crate::error::RunError;
-use crate::experiment::Resume;
 use crate::observers::ProgressReport;
 use crate::ranks::Ranks;
 use crate::{Checkpoints, Repeat, Run};
@@ -58,21 +58,6 @@ pub struct ToyOutcome {
     /// Whether the run stopped early at a checkpoint ([`Persist::stop_after`]) and has no
     /// samples folded yet.
     pub stopped: bool,
-}
-
-/// Checkpoints of a toy run: where, how often, where to stop, and what to continue from.
-#[derive(Default)]
-pub struct Persist {
-    /// The checkpoint file (the manifest of a distributed run).
-    pub path: std::path::PathBuf,
-    /// Steps between checkpoints (0: only at `stop_after`).
-    pub every: u64,
-    /// Stop after this many steps in all (a checkpoint is written there).
-    pub stop_after: Option<u64>,
-    /// The checkpoint to continue from, with this rank's part of a distributed one.
-    pub resume: Option<Resume>,
-    /// The caller's record of the run, stored in every checkpoint ([`crate::Checkpoint::meta`]).
-    pub meta: Vec<u8>,
 }
 
 /// The target of `cfg` with its noise overrides.
@@ -144,7 +129,8 @@ pub fn check(cfg: &ToyConfig) -> Result<(), RunError> {
 /// with the random streams they have in one process, so the outcome is the one-process run's.
 /// A rank that fails ends the job ([`Ranks::fail`]). With `persist` the run checkpoints (each
 /// rank its part) and may stop early or continue a checkpoint; the configuration is stored in
-/// every checkpoint ([`Persist::meta`]). `progress(done, total)` is called about 200 times.
+/// every checkpoint ([`Persist::meta`]). `progress(done, total)` is called about 200 times, on
+/// rank 0 alone.
 pub fn run_toy_on(
     cfg: &ToyConfig,
     progress: impl FnMut(u64, u64),
@@ -160,7 +146,7 @@ pub fn run_toy_on(
         spec,
         cfg,
         target: target.clone(),
-        progress: ProgressReport::new(progress).updates(200),
+        progress: ProgressReport::new(on_leader(progress, ranks.is_leader())).updates(200),
         placement: placement.clone(),
         ranks,
         persist,
@@ -189,6 +175,15 @@ fn faulty<E: Ensemble>(ens: E, cfg: &ToyConfig, rank: usize) -> Faulty<E> {
 #[cfg(not(feature = "fault-injection"))]
 fn faulty<E: Ensemble>(ens: E, _: &ToyConfig, _: usize) -> E {
     ens
+}
+
+/// `progress` on rank 0; a callback that does nothing on the other ranks.
+fn on_leader(mut progress: impl FnMut(u64, u64), leader: bool) -> impl FnMut(u64, u64) {
+    move |done, total| {
+        if leader {
+            progress(done, total);
+        }
+    }
 }
 
 /// What a toy run drives its chains with, whatever ensemble holds them.
