@@ -10,7 +10,7 @@ use sgmcmc::engine::{Length, Progress, Ranks, Repeat, Run};
 use sgmcmc::models::{ModelPosterior, nll_fn};
 use sgmcmc::samplers::ensemble::{Ensemble, ModuleEnsemble};
 use sgmcmc::samplers::kernel::Kernel;
-use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig};
+use sgmcmc::samplers::sampler::{Sampler, Sgmcmc, SgmcmcConfig, StepReport};
 
 #[derive(Clone)]
 struct Xy(Tensor<2>, Tensor<2>);
@@ -96,10 +96,10 @@ fn chain_values<S: Sampler<Ensemble: Ensemble<Snapshot = Vec<Linear>>>>(s: &S) -
     models.iter().map(values).collect()
 }
 
-/// `Evaluate::after_each_step` sees every step's models as the step left them (the chains'
-/// own, to the bit), after that step's evaluation has folded the pre-move models.
+/// `Evaluate::after_steps` sees the models of the steps it picks as the step left them (the
+/// chains' own, to the bit), after that step's evaluation has folded the pre-move models.
 #[test]
-fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
+fn after_steps_sees_the_picked_steps_models_after_that_steps_evaluation() {
     let device = Device::flex().autodiff();
     let posterior = ModelPosterior::new(nll_fn(nll as fn(&Linear, &Xy) -> Tensor<1>), 8);
     let models = init::chains(&device, 5, 2, || LinearConfig::new(1, 1).init(&device));
@@ -116,10 +116,13 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
             Ok(())
         },
     )
-    .after_each_step(|log: &mut Log, at: &Progress, _, models: &[Linear]| {
-        log.push((at.step, false, models.iter().map(values).collect()));
-        Ok(())
-    });
+    .after_steps(
+        |at: &Progress, _: &StepReport| at.step != 5,
+        |log: &mut Log, at: &Progress, _, models: &[Linear]| {
+            log.push((at.step, false, models.iter().map(values).collect()));
+            Ok(())
+        },
+    );
     let mut after: Vec<Vec<Vec<f32>>> = Vec::new();
     let mut reference = AfterStep(|_: &Progress, s: &_, _: &_| {
         after.push(chain_values(s));
@@ -136,7 +139,7 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
         .flat_map(|k| {
             [(k, true), (k, false)]
                 .into_iter()
-                .filter(move |(_, e)| !e || k.is_multiple_of(3))
+                .filter(move |(_, e)| if *e { k.is_multiple_of(3) } else { k != 5 })
         })
         .collect();
     assert_eq!(order, want);
@@ -145,7 +148,12 @@ fn after_each_step_sees_every_steps_models_after_that_steps_evaluation() {
     assert_eq!(evals[1], &after[2]);
     assert_ne!(after[2], after[3]);
     let each: Vec<Vec<Vec<f32>>> = log.into_iter().filter(|l| !l.1).map(|l| l.2).collect();
-    assert_eq!(each, after);
+    let picked: Vec<Vec<Vec<f32>>> = (0..)
+        .zip(after)
+        .filter(|(k, _)| *k != 5)
+        .map(|(_, a)| a)
+        .collect();
+    assert_eq!(each, picked);
 }
 
 /// Each chain's (index, values) at every evaluation, as rank 0 folds them.

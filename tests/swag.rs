@@ -178,7 +178,7 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
         seed: 7,
     };
     let fresh = || [Swag::new(2, 2).unwrap(), Swag::new(2, 2).unwrap()];
-    let (mut fits, mut by_hand) = (Vec::new(), fresh());
+    let (mut fits, mut skipping, mut by_hand) = (Vec::new(), Vec::new(), fresh());
     // Steps 1-3 of each cycle explore, 4-6 sample (iterates at 4 and 6); the run ends at 10,
     // after the second cycle's one iterate (step 10).
     for done in 1..=10u64 {
@@ -189,6 +189,17 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
         let drawn = swag
             .after_step(&mut fits, done, (sampling, last), &chains)
             .unwrap();
+        // `reads` picks the iterates and the cycles' ends (steps 4, 6 and 10) and no other
+        // step: a caller that calls `after_step` at those alone gets the same fits and draws.
+        let read = swag.reads(done, (sampling, last));
+        assert_eq!(read, [4, 6, 10].contains(&done), "step {done}");
+        if read {
+            let again = swag
+                .after_step(&mut skipping, done, (sampling, last), &chains)
+                .unwrap();
+            assert_eq!(again, drawn);
+        }
+        assert_eq!(skipping, fits);
         if sampling && done.is_multiple_of(2) {
             by_hand[0].add(&[v, -v]).unwrap();
             by_hand[1].add(&[2.0 * v, 0.5]).unwrap();
@@ -223,6 +234,8 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
             bad.after_step(&mut fits, 1, (true, true), &[at([0.0, 0.0])])
                 .is_err()
         );
+        // ... and read, so that the caller meets the refusal.
+        assert!(bad.reads(1, (false, false)));
     }
     assert!(
         swag.after_step(&mut fits, 0, (true, true), &[at([0.0, 0.0])])

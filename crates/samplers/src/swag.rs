@@ -177,6 +177,18 @@ pub struct SwagDraw {
 }
 
 impl CycleSwag {
+    /// Whether [`CycleSwag::after_step`] reads the chains' networks after the step that made
+    /// `done` steps in all (`sampling`, `last` as there): at an iterate it adds to the fits, at
+    /// the end of a cycle or of the run (whose draws are built on the networks), and on a
+    /// schedule it refuses. Elsewhere `after_step` does nothing, so a caller may skip it.
+    pub fn reads(&self, done: u64, (sampling, last): (bool, bool)) -> bool {
+        let refused = self.every == 0 || self.cycle == 0 || done == 0;
+        refused
+            || (sampling && done.is_multiple_of(self.every))
+            || done.is_multiple_of(self.cycle)
+            || last
+    }
+
     /// After the step that made `done` steps in all, with the chains' networks `modules` as
     /// the step left them: adds their parameters to `fits` when due (`sampling`: the step was
     /// in the sampling phase), and at the end of a cycle (or of the run, `last`) returns every

@@ -189,6 +189,12 @@ struct SwagSetup<'a> {
     plain: Device,
 }
 
+/// cycSWAG's `(sampling, last)` of the step `at`: whether it was in the sampling phase, and
+/// the run's last.
+fn setup_flags(at: &Progress, report: &StepReport) -> (bool, bool) {
+    (report.phase == Some(Phase::Sampling), at.is_last())
+}
+
 impl SwagSetup<'_> {
     /// After the step `at`: the chains' iterates (`modules`) join their fits; at the end of a
     /// cycle the draws from the fits, their BatchNorm statistics refreshed, join the model
@@ -200,10 +206,9 @@ impl SwagSetup<'_> {
         report: &StepReport,
         modules: &[ImageClassifier],
     ) -> Result<(), AppError> {
-        let sampling = report.phase == Some(Phase::Sampling);
         let draws = self
             .cycles
-            .after_step(&mut st.swag, at.step + 1, (sampling, at.is_last()), modules)
+            .after_step(&mut st.swag, at.step + 1, setup_flags(at, report), modules)
             // The fits are of these very networks: an internal failure, exit 1.
             .map_err(|e| AppError::Run(format!("cycSWAG: {e}")))?;
         for d in draws {
@@ -277,11 +282,17 @@ fn evaluations<'a>(
     )
     .over(session.ranks);
     match swag {
-        Some(setup) => evaluate.after_each_step(move |st, at, report, modules| {
-            setup
-                .after_step(st, at, report, modules)
-                .map_err(|e| e.to_string())
-        }),
+        Some(setup) => {
+            let cycles = setup.cycles;
+            evaluate.after_steps(
+                move |at, report| cycles.reads(at.step + 1, setup_flags(at, report)),
+                move |st, at, report, modules| {
+                    setup
+                        .after_step(st, at, report, modules)
+                        .map_err(|e| e.to_string())
+                },
+            )
+        }
         None => evaluate,
     }
 }

@@ -72,9 +72,12 @@ type When<'a> = Box<dyn Fn(&Progress) -> bool + 'a>;
 type Score<'a, M, T> = Box<dyn FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a>;
 /// A fold closure: every chain's scores into the evaluation's state, on rank 0.
 type Fold<'a, St, T> = Box<dyn FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a>;
-/// A closure after every step: this rank's models as the step left them, into the state.
-type EachStep<'a, M, St> =
-    Box<dyn FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a>;
+/// A closure after the steps a predicate picks: this rank's models as the step left them, into
+/// the state.
+type EachStep<'a, M, St> = (
+    Box<dyn Fn(&Progress, &StepReport) -> bool + 'a>,
+    Box<dyn FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a>,
+);
 
 /// Scores every chain at the steps `when` picks and folds the scores on rank 0 (the only rank
 /// of one process; [`Evaluate::over`] the ranks of a job).
@@ -83,7 +86,7 @@ type EachStep<'a, M, St> =
 /// step's log weights and rungs refer to, as [`Kept`](crate::Kept) holds them) with `score`,
 /// after the step, so the score sees the step's report; rank 0 receives every chain's score in
 /// global chain order ([`Ranks::gather_chains`]) and folds them into the state `St` with
-/// `fold` (the other ranks' state is only what [`Evaluate::after_each_step`] makes of the
+/// `fold` (the other ranks' state is only what [`Evaluate::after_steps`] makes of the
 /// initial one). With [`Evaluate::at_end`] the final models
 /// are scored once more after the last step ([`Scoring::end`]). The state and the seconds
 /// spent are checkpointed with the run, so a resumed run folds the same scores.
@@ -102,7 +105,7 @@ pub struct Evaluate<'a, M, T, St> {
     clocked: bool,
     timed: Timed<St>,
     held: Option<Vec<M>>,
-    /// The models [`Evaluate::after_each_step`] sees (a buffer kept between steps).
+    /// The models [`Evaluate::after_steps`] sees (a buffer kept between steps).
     now: Vec<M>,
 }
 
@@ -177,20 +180,23 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
         self
     }
 
-    /// Also calls `f(state, at, report, models)` after every step (after that step's
-    /// evaluation, if any) with this rank's chains' models as the step left them: models that
-    /// join the state's average other than the chains' own points, e.g. cycSWAG's draws from
-    /// its fits of the iterates. It runs on every rank, on that rank's state; its time counts
-    /// in [`Evaluate::seconds`].
-    pub fn after_each_step(
+    /// Also calls `f(state, at, report, models)` after each step `when(at, report)` picks
+    /// (after that step's evaluation, if any) with this rank's chains' models as the step left
+    /// them: models that join the state's average other than the chains' own points, e.g.
+    /// cycSWAG's draws from its fits of the iterates ([`sgmcmc_samplers::swag::CycleSwag::reads`]
+    /// says which steps it reads). The models are copied out of the chains at those steps
+    /// alone. It runs on every rank, on that rank's state; its time counts in
+    /// [`Evaluate::seconds`].
+    pub fn after_steps(
         mut self,
+        when: impl Fn(&Progress, &StepReport) -> bool + 'a,
         f: impl FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a,
     ) -> Self {
-        self.each_step = Some(Box::new(f));
+        self.each_step = Some((Box::new(when), Box::new(f)));
         self
     }
 
-    /// The folded state (rank 0's; on the other ranks what [`Evaluate::after_each_step`] made
+    /// The folded state (rank 0's; on the other ranks what [`Evaluate::after_steps`] made
     /// of the initial one).
     pub fn state(&self) -> &St {
         &self.timed.state
@@ -314,7 +320,7 @@ where
         if let Some(models) = self.held.take() {
             self.evaluate_all((at, report, false), &models)?;
         }
-        if let Some(f) = self.each_step.as_mut() {
+        if let Some((_, f)) = self.each_step.as_mut().filter(|(when, _)| when(at, report)) {
             let clock = Instant::now();
             sampler.ensemble().snapshot_into(&mut self.now);
             f(&mut self.timed.state, at, report, &self.now).map_err(RunError::Observer)?;
