@@ -374,7 +374,7 @@ fn images_over_ranks_writes_the_one_process_run() {
         summary(&stopped, IMAGES_TIMING)
     );
 
-    // Variance-reduced replica exchange stays in one process: one line, exit code 2.
+    // Over two ranks variance-reduced replica exchange is refused: one line, exit code 2.
     let mut a = run("resghmc", "2");
     let refused = dir.join("refused").to_string_lossy().into_owned();
     a.extend(["--quiet", "--distributed", "--out", &refused]);
@@ -385,6 +385,10 @@ fn images_over_ranks_writes_the_one_process_run() {
         "`resghmc` runs in one process",
     );
     assert_eq!(err.matches("error:").count(), 1, "{err}");
+    // A job of one rank runs what one process runs, the replica exchange that draws fresh
+    // minibatches included: the one-process files.
+    let a = run("resghmc", "2");
+    same_as_one_process(&dir, "resghmc", 1, &a, IMAGES_SAME, IMAGES_TIMING);
     if std::env::var_os("KEEP").is_none() {
         std::fs::remove_dir_all(&dir).unwrap();
     }

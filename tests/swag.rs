@@ -178,7 +178,7 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
         seed: 7,
     };
     let fresh = || [Swag::new(2, 2).unwrap(), Swag::new(2, 2).unwrap()];
-    let (mut fits, mut skipping, mut by_hand) = (Vec::new(), Vec::new(), fresh());
+    let (mut fits, mut by_hand) = (Vec::new(), fresh());
     // Steps 1-3 of each cycle explore, 4-6 sample (iterates at 4 and 6); the run ends at 10,
     // after the second cycle's one iterate (step 10).
     for done in 1..=10u64 {
@@ -189,17 +189,6 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
         let drawn = swag
             .after_step(&mut fits, done, (sampling, last), &chains)
             .unwrap();
-        // `reads` picks the iterates and the cycles' ends (steps 4, 6 and 10) and no other
-        // step: a caller that calls `after_step` at those alone gets the same fits and draws.
-        let read = swag.reads(done, (sampling, last));
-        assert_eq!(read, [4, 6, 10].contains(&done), "step {done}");
-        if read {
-            let again = swag
-                .after_step(&mut skipping, done, (sampling, last), &chains)
-                .unwrap();
-            assert_eq!(again, drawn);
-        }
-        assert_eq!(skipping, fits);
         if sampling && done.is_multiple_of(2) {
             by_hand[0].add(&[v, -v]).unwrap();
             by_hand[1].add(&[2.0 * v, 0.5]).unwrap();
@@ -234,11 +223,77 @@ fn cycles_fit_their_sampling_iterates_and_draw_from_each_chain() {
             bad.after_step(&mut fits, 1, (true, true), &[at([0.0, 0.0])])
                 .is_err()
         );
-        // ... and read, so that the caller meets the refusal.
-        assert!(bad.reads(1, (false, false)));
     }
     assert!(
         swag.after_step(&mut fits, 0, (true, true), &[at([0.0, 0.0])])
             .is_err()
     );
+}
+
+/// `CycleSwag::reads` picks every step at which `after_step` acts (an iterate for the fits, a
+/// cycle's end, the run's end, a schedule it refuses) and no other: at a step it leaves out,
+/// `after_step` returns nothing and leaves the fits as they were, so a caller that reads the
+/// networks at the picked steps alone gets the fits and draws of one that reads them at all.
+#[test]
+fn reads_picks_the_steps_after_step_acts_on() {
+    #[derive(Module, Debug)]
+    struct Point {
+        x: Param<Tensor<1>>,
+    }
+    let device = Device::flex().autodiff();
+    let at = |v: f32| {
+        [Point {
+            x: Param::from_tensor(Tensor::from_floats([v, v * v], &device).require_grad()),
+        }]
+    };
+    // (cycle, steps, steps that read): iterates every 2 steps in a cycle's second half. With
+    // cycles of 6 the ends are iterates; with cycles of 5 they are not (steps 5 and 9 draw
+    // without adding an iterate), and the run ends mid-cycle.
+    for (cycle, steps, want) in [(6, 10, vec![4, 6, 10]), (5, 9, vec![4, 5, 8, 9])] {
+        let swag = CycleSwag {
+            rank: 2,
+            every: 2,
+            cycle,
+            samples: 2,
+            seed: 3,
+        };
+        let (mut all, mut picked, mut read) = (Vec::new(), Vec::new(), Vec::new());
+        for done in 1..=steps {
+            let flags = ((done - 1) % cycle >= cycle / 2, done == steps);
+            let chains = at(done as f32);
+            let before = all.clone();
+            let drawn = swag.after_step(&mut all, done, flags, &chains).unwrap();
+            if swag.reads(done, flags) {
+                read.push(done);
+                let again = swag.after_step(&mut picked, done, flags, &chains).unwrap();
+                assert_eq!(again, drawn, "cycle {cycle}, step {done}");
+            } else {
+                assert!(
+                    drawn.is_empty() && all == before,
+                    "cycle {cycle}, step {done}"
+                );
+            }
+            assert_eq!(picked, all, "cycle {cycle}, step {done}");
+        }
+        assert_eq!(read, want, "cycle {cycle}");
+    }
+    // A schedule `after_step` refuses is read, so the caller meets the refusal.
+    let swag = CycleSwag {
+        rank: 2,
+        every: 2,
+        cycle: 5,
+        samples: 2,
+        seed: 3,
+    };
+    for (bad, done) in [
+        (CycleSwag { every: 0, ..swag }, 1),
+        (CycleSwag { cycle: 0, ..swag }, 1),
+        (swag, 0),
+    ] {
+        assert!(bad.reads(done, (false, false)));
+        assert!(
+            bad.after_step(&mut Vec::new(), done, (false, false), &at(0.0))
+                .is_err()
+        );
+    }
 }

@@ -5,6 +5,7 @@
 //! chains ([`sgmcmc_samplers::comm`]); rank 0 alone prints and writes the run's files. The
 //! helpers here are the cross-rank rules every experiment needs:
 //!
+//! * [`Ranks::of`]: the ranks a command asks for, this process alone or the MPI job's;
 //! * [`Ranks::agree`]: a step every rank takes (reading its checkpoint part, loading data)
 //!   either succeeds everywhere or ends the job from the first rank that failed, so one line is
 //!   printed whether one rank failed or all did;

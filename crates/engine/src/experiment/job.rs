@@ -1,8 +1,8 @@
 //! A command's job: the order every command that can run over the ranks of an MPI job follows.
 //! Rank 0 prepares the run (its folder, its settings) and the other ranks follow what it
-//! shares; every rank runs its part; rank 0 reports. A failure on any rank ends the job with
-//! one line ([`Ranks::fail`]); in one process the error is returned. The command supplies the
-//! three parts and calls no collective of its own.
+//! shares; every rank runs its part; rank 0 reports. A failure on any rank ends the job: the
+//! rank that failed prints its line and aborts it ([`Ranks::fail`]); in one process the error
+//! is returned. The command supplies the three parts and calls no collective of its own.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,13 +28,16 @@ pub struct Lead<Prepare, Share, Follow> {
 ///    engine's runs (which return rank 0 the whole run's result);
 /// 3. `report(prepared, result, over)` on rank 0 while the others wait, `over` the number of
 ///    ranks of a distributed job (`None` in one process).
-pub fn run_job<P, S, R, E>(
+pub fn run_job<P, S, R, E, Prepare, Share, Follow>(
     distributed: bool,
-    lead: Lead<impl FnOnce() -> Result<P, E>, impl FnOnce(&P) -> S, impl FnOnce(S) -> Result<P, E>>,
+    lead: Lead<Prepare, Share, Follow>,
     run: impl FnOnce(&P, &Ranks) -> Result<R, E>,
     report: impl FnOnce(P, R, Option<usize>) -> Result<(), E>,
 ) -> Result<(), E>
 where
+    Prepare: FnOnce() -> Result<P, E>,
+    Share: FnOnce(&P) -> S,
+    Follow: FnOnce(S) -> Result<P, E>,
     S: Serialize + DeserializeOwned,
     E: JobError,
 {
@@ -42,13 +45,16 @@ where
 }
 
 /// [`run_job`] over `ranks` (e.g. thread ranks in a test).
-pub fn run_job_on<P, S, R, E>(
+pub fn run_job_on<P, S, R, E, Prepare, Share, Follow>(
     ranks: &Ranks,
-    lead: Lead<impl FnOnce() -> Result<P, E>, impl FnOnce(&P) -> S, impl FnOnce(S) -> Result<P, E>>,
+    lead: Lead<Prepare, Share, Follow>,
     run: impl FnOnce(&P, &Ranks) -> Result<R, E>,
     report: impl FnOnce(P, R, Option<usize>) -> Result<(), E>,
 ) -> Result<(), E>
 where
+    Prepare: FnOnce() -> Result<P, E>,
+    Share: FnOnce(&P) -> S,
+    Follow: FnOnce(S) -> Result<P, E>,
     S: Serialize + DeserializeOwned,
     E: JobError,
 {
@@ -113,20 +119,66 @@ mod tests {
     }
 
     #[test]
-    fn one_process_returns_each_part_s_error() {
+    fn one_process_returns_each_part_s_error_and_skips_the_rest() {
         let fails = |at: usize| {
-            let err = |k| (k == at).then(|| RunError::Setting(format!("part {k}")));
-            run_job(
+            let ran = std::cell::RefCell::new(Vec::new());
+            let part = |k| {
+                ran.borrow_mut().push(k);
+                if k == at {
+                    Err(RunError::Setting(format!("part {k}")))
+                } else {
+                    Ok(())
+                }
+            };
+            let out = run_job(
                 false,
-                leader_only(|| err(0).map_or(Ok(()), Err)),
-                |_, _| err(1).map_or(Ok(()), Err),
-                |_, _, _| err(2).map_or(Ok(()), Err),
-            )
+                leader_only(|| part(0)),
+                |_, _| part(1),
+                |_, _, _| part(2),
+            );
+            (out, ran.into_inner())
         };
         for at in 0..3 {
-            assert_eq!(fails(at).unwrap_err().to_string(), format!("part {at}"));
+            let (out, ran) = fails(at);
+            assert_eq!(out.unwrap_err().to_string(), format!("part {at}"));
+            assert_eq!(ran, (0..=at).collect::<Vec<_>>());
         }
-        assert!(fails(3).is_ok());
+        let (out, ran) = fails(3);
+        assert!(out.is_ok());
+        assert_eq!(ran, [0, 1, 2]);
+    }
+
+    #[test]
+    fn over_ranks_a_failing_part_ends_the_job_before_the_report() {
+        // Rank 1's part fails: it aborts the job (a panic of every thread rank) and rank 0
+        // never reports.
+        let reports = AtomicUsize::new(0);
+        let ended: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = ThreadGroup::new(2)
+                .into_iter()
+                .map(|g| {
+                    let reports = &reports;
+                    s.spawn(move || {
+                        let ranks = Ranks::over(Arc::new(g));
+                        run_job_on(
+                            &ranks,
+                            leader_only(|| Ok::<_, RunError>(())),
+                            |(), ranks| match ranks.rank() {
+                                1 => Err(RunError::Setting("rank 1 cannot".into())),
+                                _ => Ok(ranks.gather(0u8)?),
+                            },
+                            |(), _, _| {
+                                reports.fetch_add(1, Ordering::Relaxed);
+                                Ok(())
+                            },
+                        )
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().is_err()).collect()
+        });
+        assert_eq!(ended, [true, true]);
+        assert_eq!(reports.into_inner(), 0);
     }
 
     #[test]

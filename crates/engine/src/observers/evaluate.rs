@@ -74,7 +74,7 @@ type Score<'a, M, T> = Box<dyn FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a
 type Fold<'a, St, T> = Box<dyn FnMut(&mut St, Scored<'_, T>) -> Result<(), String> + 'a>;
 /// A closure after the steps a predicate picks: this rank's models as the step left them, into
 /// the state.
-type EachStep<'a, M, St> = (
+type AfterSteps<'a, M, St> = (
     Box<dyn Fn(&Progress, &StepReport) -> bool + 'a>,
     Box<dyn FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a>,
 );
@@ -99,7 +99,7 @@ pub struct Evaluate<'a, M, T, St> {
     when: Option<When<'a>>,
     score: Score<'a, M, T>,
     fold: Fold<'a, St, T>,
-    each_step: Option<EachStep<'a, M, St>>,
+    after_steps: Option<AfterSteps<'a, M, St>>,
     at_end: bool,
     /// Whether the seconds spent are counted (and checkpointed).
     clocked: bool,
@@ -147,7 +147,7 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
             when,
             score: Box::new(score),
             fold: Box::new(fold),
-            each_step: None,
+            after_steps: None,
             at_end: false,
             clocked: true,
             timed: Timed {
@@ -192,7 +192,7 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
         when: impl Fn(&Progress, &StepReport) -> bool + 'a,
         f: impl FnMut(&mut St, &Progress, &StepReport, &[M]) -> Result<(), String> + 'a,
     ) -> Self {
-        self.each_step = Some((Box::new(when), Box::new(f)));
+        self.after_steps = Some((Box::new(when), Box::new(f)));
         self
     }
 
@@ -320,7 +320,11 @@ where
         if let Some(models) = self.held.take() {
             self.evaluate_all((at, report, false), &models)?;
         }
-        if let Some((_, f)) = self.each_step.as_mut().filter(|(when, _)| when(at, report)) {
+        if let Some((_, f)) = self
+            .after_steps
+            .as_mut()
+            .filter(|(when, _)| when(at, report))
+        {
             let clock = Instant::now();
             sampler.ensemble().snapshot_into(&mut self.now);
             f(&mut self.timed.state, at, report, &self.now).map_err(RunError::Observer)?;

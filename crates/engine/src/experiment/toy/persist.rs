@@ -13,7 +13,7 @@ use crate::experiment::Resume;
 use crate::ranks::{JobError, Ranks};
 
 /// The checkpoint file (the manifest of a distributed run) in a run folder.
-pub const CHECKPOINT: &str = "checkpoint.cbor";
+const CHECKPOINT: &str = "checkpoint.cbor";
 
 /// What a toy checkpoint records beside the sampler: the run's settings.
 #[derive(Serialize, Deserialize)]
@@ -25,7 +25,6 @@ struct Meta {
 }
 
 /// Checkpoints of a toy run: where, how often, where to stop, and what to continue from.
-#[derive(Default)]
 pub struct Persist {
     /// The checkpoint file (the manifest of a distributed run).
     pub path: PathBuf,
