@@ -160,7 +160,7 @@ fn after_steps_sees_the_picked_steps_models_after_that_steps_evaluation() {
 type Folds = Vec<Vec<(usize, Vec<f32>)>>;
 
 /// Four SGLD chains of `Linear(1, 1)` on this rank's block over `ranks`, evaluated every other
-/// step; `spread`: the evaluation is over the ranks too. Rank 0's folds.
+/// step; `spread`: the run is over the ranks too (else the sampler alone is). Rank 0's folds.
 fn folds_over(ranks: &Ranks, spread: bool) -> Option<Folds> {
     use sgmcmc::samplers::registry::{BuildContext, SamplerSettings};
     let device = Device::flex().autodiff();
@@ -177,7 +177,7 @@ fn folds_over(ranks: &Ranks, spread: bool) -> Option<Folds> {
     };
     let spec = settings.spec(&BuildContext::steps(6).chains(4)).unwrap();
     let mut sampler = spec.build_placed(ensemble, 7, placement).unwrap();
-    let evaluate = Evaluate::new(
+    let mut evaluate = Evaluate::new(
         |at: &Progress| at.step % 2 == 1,
         |s: &Scoring<'_>, m: &Linear| Ok((s.chain, values(m))),
         |rows: &mut Folds, s: Scored<'_, (usize, Vec<f32>)>| {
@@ -185,22 +185,16 @@ fn folds_over(ranks: &Ranks, spread: bool) -> Option<Folds> {
             Ok(())
         },
     );
-    let mut evaluate = if spread {
-        evaluate.over(ranks)
-    } else {
-        evaluate
-    };
-    Run::new(Length::Steps(6))
-        .observe(&mut evaluate)
-        .over(ranks)
-        .run(&mut sampler, &mut Repeat(line(&device)))
-        .unwrap();
+    let run = Run::new(Length::Steps(6)).observe(&mut evaluate);
+    let run = if spread { run.over(ranks) } else { run };
+    run.run(&mut sampler, &mut Repeat(line(&device))).unwrap();
     ranks.is_leader().then(|| evaluate.into_state())
 }
 
 /// Over two ranks (threads), each scoring its own chains, rank 0 folds every chain's scores in
-/// chain order: the folds of one process. An evaluation left in one process while the run's
-/// chains are spread over ranks is refused (exit code 2), not folded from rank 0's chains.
+/// chain order: the folds of one process (the evaluation learns the ranks from the run). A run
+/// left in one process while its sampler's chains are spread over ranks is refused, not folded
+/// from rank 0's chains.
 #[test]
 fn an_evaluation_over_ranks_folds_what_one_process_folds() {
     use std::sync::Arc;
@@ -225,7 +219,7 @@ fn an_evaluation_over_ranks_folds_what_one_process_folds() {
             for r in ranks {
                 let panic = r.expect_err("refused");
                 let why = panic.downcast_ref::<String>().cloned().unwrap_or_default();
-                assert!(why.contains("exit code 2"), "{why}");
+                assert!(why.contains("the run must be too (Run::over)"), "{why}");
             }
         }
     }

@@ -10,6 +10,7 @@ use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::error::RunError;
+use crate::ranks::Ranks;
 
 /// Where a run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +85,11 @@ pub trait Observer<S: Sampler> {
     fn wants_points(&self) -> bool {
         false
     }
+
+    /// The ranks the run is spread over ([`crate::Run::over`]), before its first step: an
+    /// observer that gathers its chains' values over them (an
+    /// [`crate::observers::Evaluate`]) takes them.
+    fn over_ranks(&mut self, _ranks: &Ranks) {}
 
     /// Before the first step of this session (`at.step` is the first step to take).
     fn on_start(&mut self, _at: &Progress, _sampler: &S) -> Result<(), RunError> {

@@ -233,7 +233,8 @@ impl<'a, S: Sampler> Run<'a, S> {
     /// several ranks an error ends the job from the rank that saw it, a divergence every rank
     /// saw alike from the rank that steps the chain ([`Ranks::settle`]). The sampler must be
     /// placed over the ranks (its [`Sampler::local_chains`] the global indices of its chains),
-    /// as the registry's `build_placed` samplers are.
+    /// as the registry's `build_placed` samplers are. The observers learn the ranks before the
+    /// first step ([`Observer::over_ranks`]).
     pub fn over(mut self, ranks: &'a Ranks) -> Self {
         self.ranks = Some(ranks);
         self
@@ -248,6 +249,9 @@ impl<'a, S: Sampler> Run<'a, S> {
         let Some(ranks) = self.ranks else {
             return self.drive(sampler, batches);
         };
+        for o in &mut self.observers {
+            o.over_ranks(ranks);
+        }
         ranks.note_step(sampler.steps_done());
         self.checkpoints = self.checkpoints.take().map(|c| ranks.checkpoints(c));
         let local = sampler.local_chains();

@@ -279,8 +279,7 @@ fn evaluations<'a>(
             });
             Ok(())
         },
-    )
-    .over(session.ranks);
+    );
     match swag {
         Some(setup) => {
             let cycles = setup.cycles;

@@ -285,7 +285,7 @@ impl NetExperiment for Mnist {
     ) -> Result<Record, AppError> {
         let config = &session.meta.config.clone();
         let per_epoch = steps_per_epoch(config, data) as u64;
-        let mut evaluate = evaluations(config, data, device.clone().inner()).over(session.ranks);
+        let mut evaluate = evaluations(config, data, device.clone().inner());
         let schedule = Schedule {
             length: Length::Epochs(config.epochs as u64),
             total: config.epochs as u64 * per_epoch,

@@ -80,7 +80,7 @@ type AfterSteps<'a, M, St> = (
 );
 
 /// Scores every chain at the steps `when` picks and folds the scores on rank 0 (the only rank
-/// of one process; [`Evaluate::over`] the ranks of a job).
+/// of one process; over the ranks of a job, those of the run, [`crate::Run::over`]).
 ///
 /// At such a step `k` each rank scores its chains' models *before* the step (the points the
 /// step's log weights and rungs refer to, as [`Kept`](crate::Kept) holds them) with `score`,
@@ -110,8 +110,7 @@ pub struct Evaluate<'a, M, T, St> {
 }
 
 impl<'a, M, T, St: Default> Evaluate<'a, M, T, St> {
-    /// Scores at the steps `when(at)` picks, in one process ([`Evaluate::over`] spreads it over
-    /// the ranks of a job).
+    /// Scores at the steps `when(at)` picks (over the ranks the run is spread over, if any).
     pub fn new(
         when: impl Fn(&Progress) -> bool + 'a,
         score: impl FnMut(&Scoring<'_>, &M) -> Result<T, String> + 'a,
@@ -157,13 +156,6 @@ impl<'a, M, T, St> Evaluate<'a, M, T, St> {
             held: None,
             now: Vec::new(),
         }
-    }
-
-    /// Evaluates over `ranks`, the ranks of the job the run is spread over (each rank scores
-    /// its chains, rank 0 folds them all).
-    pub fn over(mut self, ranks: &Ranks) -> Self {
-        self.ranks = ranks.clone();
-        self
     }
 
     /// Leaves the seconds spent uncounted ([`Evaluate::seconds`] stays 0): the checkpoints then
@@ -231,8 +223,8 @@ where
     {
         if !self.ranks.is_distributed() && report.local.len() != report.energies.len() {
             return Err(RunError::Setting(
-                "the run's chains are spread over ranks: its evaluation must be too \
-                 (Evaluate::over)"
+                "the run's chains are spread over ranks: the run must be too (Run::over), so \
+                 that its evaluation gathers them"
                     .into(),
             ));
         }
@@ -305,6 +297,10 @@ where
 {
     fn wants_points(&self) -> bool {
         self.when.is_none()
+    }
+
+    fn over_ranks(&mut self, ranks: &Ranks) {
+        self.ranks = ranks.clone();
     }
 
     fn before_step(&mut self, at: &Progress, sampler: &S) -> Result<(), RunError> {

@@ -202,7 +202,6 @@ where
             Ok(())
         },
     )
-    .over(ranks)
     .unclocked();
     // `theta` before the run (a resumed run restores the sampler inside `Run::run`).
     let theta_start = sampler.theta().map_or(Vec::new(), |t| t.theta().to_vec());
