@@ -169,14 +169,6 @@ impl<const D: usize, const E: usize, K: Basic> BatchSource for TensorBatches<D, 
     }
 }
 
-/// The values of `t` as `f64`, row-major (a network's predictions read back to the host).
-pub(crate) fn host_values(t: Tensor<2>) -> Result<Vec<f64>, String> {
-    t.into_data()
-        .try_into_vec::<f32>()
-        .map(|v| v.into_iter().map(f64::from).collect())
-        .map_err(|e| format!("reading predictions: {e:?}"))
-}
-
 #[cfg(test)]
 mod tests {
     use burn::tensor::Device;

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use sgmcmc_data::UciDataset;
-use sgmcmc_engine::experiment::regression::{RegressionNoise, RegressionRun, run_regressions};
+use sgmcmc_engine::experiment::regression::{RegressionNoise, RegressionRun, run_regressions_on};
 use sgmcmc_engine::experiment::{Lead, run_job};
 use sgmcmc_engine::{DeviceChoice, RunError};
 use sgmcmc_samplers::control::RandomField;
@@ -365,7 +365,7 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
         |p, ranks| {
             let runs = seed_runs(p);
             timed_series(runs.len(), ranks.is_leader(), p.config.device, |d, tick| {
-                run_regressions(ranks, &runs, workers, d, uci_mlp, tick)
+                run_regressions_on(ranks, &runs, workers, d, uci_mlp, tick)
             })
         },
         |p, (results, start), over| report_seeds(&p, results, start, over),

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use sgmcmc_data::UciDataset;
 use sgmcmc_engine::experiment::regression::{RegressionRun, SeriesRun, run_regressions};
-use sgmcmc_engine::experiment::{leader_only, run_job};
 use sgmcmc_samplers::registry::SamplerSettings;
 
 use super::protocol::uci_mlp;
@@ -59,23 +58,15 @@ pub(super) fn table(a: &UciArgs) -> Result<(), AppError> {
             });
         }
     }
-    // The table runs in one process: a job of one rank.
-    run_job(
-        false,
-        leader_only(|| Ok(())),
-        |(), ranks| {
-            timed_series(series.len(), true, a.device, |d, tick| {
-                run_regressions(ranks, &series, a.jobs, d, uci_mlp, tick)
-            })
-        },
-        |(), (results, start), _| {
-            let cells: Vec<_> = runs
-                .iter()
-                .zip(results.chunks(a.seeds as usize))
-                .map(|((d, run), chunk)| cell(d, &run.sampler.name, chunk.to_vec()))
-                .collect();
-            let wall = start.elapsed().as_secs_f64();
-            report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
-        },
-    )
+    // The table runs in one process.
+    let (results, start) = timed_series(series.len(), true, a.device, |d, tick| {
+        run_regressions(&series, a.jobs, d, uci_mlp, tick)
+    })?;
+    let cells: Vec<_> = runs
+        .iter()
+        .zip(results.chunks(a.seeds as usize))
+        .map(|((d, run), chunk)| cell(d, &run.sampler.name, chunk.to_vec()))
+        .collect();
+    let wall = start.elapsed().as_secs_f64();
+    report(&cells, a.seeds, wall, a.noise_model()?, &out, true)
 }

@@ -100,7 +100,7 @@ pub fn regression(dir: &Path, rows: &[Vec<f64>], device: &Device) -> Result<Vec<
     let template: Mlp = mlp.init(device);
     let mean = posterior
         .average(&template, |m: &Mlp| {
-            crate::tensors::host_values(m.forward(x.clone()))
+            sgmcmc_samplers::transfer::read_f64(m.forward(x.clone())).map_err(|e| e.to_string())
         })?
         .mean()
         .ok_or_else(|| RunError::Input("every saved model has weight 0".into()))?;

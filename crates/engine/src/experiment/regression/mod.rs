@@ -27,7 +27,7 @@
 //!
 //! Replica exchange draws its swap variance from fresh minibatches ([`fresh`]). A command's
 //! series of runs (seeds, the cells of a table), with their result files and the failed runs
-//! kept as rows: [`run_regressions`].
+//! kept as rows: [`run_regressions`] (over ranks: [`run_regressions_on`]).
 
 pub mod fresh;
 mod run;
@@ -42,7 +42,7 @@ use sgmcmc_samplers::diagnostics::ContourStats;
 use sgmcmc_samplers::registry::SamplerSettings;
 
 pub use run::{run_regression, run_regression_on};
-pub use series::{SeriesRun, run_regressions};
+pub use series::{SeriesRun, run_regressions, run_regressions_on};
 
 use crate::error::RunError;
 use crate::observers::{TracePart, TraceSummary};

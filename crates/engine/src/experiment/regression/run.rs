@@ -12,6 +12,7 @@ use sgmcmc_samplers::density::Target;
 use sgmcmc_samplers::diagnostics::ContourStats;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::BuildContext;
+use sgmcmc_samplers::transfer::read_f64;
 
 use super::{RegressionNoise, RegressionResult, RegressionRun, RunFiles, changed_settings, fresh};
 use crate::error::RunError;
@@ -22,7 +23,6 @@ use crate::observers::{
 };
 use crate::predict::SavedModel;
 use crate::ranks::Ranks;
-use crate::tensors::host_values;
 use crate::{BatchSource, Checkpoints, Run, Shuffle, TensorBatches, init};
 
 /// Runs `run` with the network `mlp` on the split `data` on `device` (plain or autodiff), with
@@ -188,8 +188,8 @@ where
         sums,
         |_: &Scoring<'_>, m: &M| {
             Ok(ModelPredictions {
-                test: host_values(m.forward(x_test.clone()))?,
-                train: host_values(m.forward(x_fit.clone()))?,
+                test: read_f64(m.forward(x_test.clone())).map_err(|e| e.to_string())?,
+                train: read_f64(m.forward(x_fit.clone())).map_err(|e| e.to_string())?,
                 log_precision: m
                     .log_precision()
                     .map(|lp| f64::from(lp.val().into_scalar::<f32>())),

@@ -24,9 +24,8 @@ pub struct SeriesRun<'a> {
     pub files: Option<RunFiles>,
 }
 
-/// Runs `runs` ([`run_series`]: `workers` side by side in one process, one after another over
-/// the ranks of a distributed job), each with the network `mlp(features)`; rank 0's results
-/// in run order (the other ranks get none). `done` is called after each run (a progress bar).
+/// Runs `runs` in one process, `workers` side by side, each with the network `mlp(features)`;
+/// the results in run order. `done` is called after each run (a progress bar).
 ///
 /// A run with files writes its `result.json` with its settings; a finished run's file, on a
 /// continued folder, is read back and checked against its settings ([`changed_settings`];
@@ -35,6 +34,18 @@ pub struct SeriesRun<'a> {
 /// ([`RegressionResult::failed`]), so one failure does not lose the series; bad input still
 /// ends it.
 pub fn run_regressions(
+    runs: &[SeriesRun<'_>],
+    workers: usize,
+    device: &Device,
+    mlp: impl Fn(usize) -> MlpConfig + Sync,
+    done: impl Fn() + Sync,
+) -> Result<Vec<RegressionResult>, RunError> {
+    run_regressions_on(&Ranks::local(), runs, workers, device, mlp, done)
+}
+
+/// [`run_regressions`] over `ranks` ([`run_series`]: one after another over the ranks of a
+/// distributed job, each run over every rank); rank 0's results (the other ranks get none).
+pub fn run_regressions_on(
     ranks: &Ranks,
     runs: &[SeriesRun<'_>],
     workers: usize,
@@ -142,7 +153,7 @@ mod tests {
         };
         // Seed 1's step size sends its chains to infinity: a failed run, kept as a row.
         let runs = [run(0, 1e-3, 0, Some(files.clone())), run(1, 1e6, 1, None)];
-        let results = run_regressions(&Ranks::local(), &runs, 2, &device, mlp, || ()).unwrap();
+        let results = run_regressions(&runs, 2, &device, mlp, || ()).unwrap();
         let alone = run_regression(
             &runs[0].run,
             &mlp(3),
@@ -162,25 +173,17 @@ mod tests {
         // ran again), refused under other settings.
         assert!(files.dir.join("result.json").exists());
         let no_run = |_: usize| -> MlpConfig { panic!("a finished run ran again") };
-        let again = run_regressions(&Ranks::local(), &runs[..1], 1, &device, no_run, || ());
+        let again = run_regressions(&runs[..1], 1, &device, no_run, || ());
         assert_eq!(again.unwrap()[0].rmse.to_bits(), alone.rmse.to_bits());
         let changed = [run(0, 2e-3, 0, Some(files.clone()))];
-        let e = run_regressions(&Ranks::local(), &changed, 1, &device, mlp, || ()).unwrap_err();
+        let e = run_regressions(&changed, 1, &device, mlp, || ()).unwrap_err();
         assert!(
             e.to_string().contains("sampler.lr = 0.002 (was 0.001)"),
             "{e}"
         );
 
         // A split the data does not have is bad input: it ends the series.
-        let e = run_regressions(
-            &Ranks::local(),
-            &[run(0, 1e-3, 7, None)],
-            1,
-            &device,
-            mlp,
-            || (),
-        )
-        .unwrap_err();
+        let e = run_regressions(&[run(0, 1e-3, 7, None)], 1, &device, mlp, || ()).unwrap_err();
         assert_eq!(e.exit_code(), 2, "{e}");
         assert!(e.to_string().contains("split 7 out of range"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
