@@ -133,7 +133,7 @@ pub fn clap_error(e: clap::Error) -> Result<(), AppError> {
 
 /// The flags `--resume` takes beside it, per command: how to run, never what runs.
 const RESUME_KEEPS: &[(&str, &[&str])] = &[
-    ("uci", &["jobs", "distributed"]),
+    ("uci", &["jobs", "quiet", "distributed"]),
     ("mnist", &["stop_after", "quiet", "distributed"]),
     ("images", &["stop_after", "quiet", "distributed"]),
     ("toy", &["stop_after", "quiet", "distributed"]),
@@ -142,7 +142,10 @@ const RESUME_KEEPS: &[(&str, &[&str])] = &[
 /// The flags `--config` takes beside it where the file is a whole run's configuration (the
 /// `config.toml` a run wrote): where and how to run it, and the run's length and seeds.
 const CONFIG_KEEPS: &[(&str, &[&str])] = &[
-    ("uci", &["out", "force", "jobs", "data_dir", "distributed"]),
+    (
+        "uci",
+        &["out", "force", "jobs", "data_dir", "quiet", "distributed"],
+    ),
     ("vr-resgld", &["out", "force", "iters", "seed"]),
     (
         "bandit",

@@ -14,22 +14,20 @@ use serde::Serialize;
 use sgmcmc_engine::DeviceChoice;
 
 use crate::error::AppError;
-use crate::output::{self, Force, RunHeader};
+use crate::output::{self, RunHeader};
+use crate::run_flags::{DeviceFlag, OutputFlags};
 use crate::toy::report::{ToySummary, summarize, write_outputs};
 use crate::toy::{ToyConfig, preset, run_toy};
 
 /// Options of `sgmcmc demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Run directory.
-    #[arg(long, default_value = "runs/demo")]
-    pub out: PathBuf,
     /// Run seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Where chains run: host (f64 fast path) or a tensor device (flex, ndarray, wgpu, cuda; wgpu:N or cuda:N for GPU N).
-    #[arg(long, default_value_t = DeviceChoice::Host, value_name = "DEVICE")]
-    pub device: DeviceChoice,
+    /// `--device` (default host).
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Iterations per chain (the paper runs one CSGLD chain for 1e7; 1e6 already tells the
     /// samplers apart).
     #[arg(long, default_value_t = 1_000_000)]
@@ -40,12 +38,9 @@ pub struct DemoArgs {
     /// Keep every `thin`-th sample.
     #[arg(long, default_value_t = 10)]
     pub thin: u64,
-    /// Replacing an earlier run in `--out`.
+    /// `--out` (default `runs/demo`), `--force` and `--quiet`.
     #[command(flatten)]
-    pub force: Force,
-    /// No progress bars.
-    #[arg(long)]
-    pub quiet: bool,
+    pub output: OutputFlags,
 }
 
 /// `summary.json` of the demo.
@@ -73,6 +68,7 @@ const PRESETS: [&str; 3] = [
 
 /// Runs the demo.
 pub fn run(a: &DemoArgs) -> Result<(), AppError> {
+    let device = a.device.or(DeviceChoice::Host);
     let configs = PRESETS
         .into_iter()
         .map(|name| {
@@ -89,20 +85,21 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
                 iters: a.iters,
                 seed: a.seed,
                 thin: a.thin,
-                device: a.device,
+                device,
                 ..base
             };
             cfg.validate()?;
             Ok(cfg)
         })
         .collect::<Result<Vec<_>, AppError>>()?;
-    output::fresh_run_dir(&a.out, a.force.force, FILES)?;
+    let out = a.output.dir_or(|| PathBuf::from("runs/demo"));
+    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
     let mut runs = Vec::new();
     let mut samples = Vec::new();
     for cfg in &configs {
-        let outcome = run_toy(cfg, !a.quiet)?;
+        let outcome = run_toy(cfg, a.output.progress())?;
         let summary = summarize(cfg, &outcome)?;
-        write_outputs(&a.out.join(&cfg.sampler.name), cfg, &outcome, &summary)?;
+        write_outputs(&out.join(&cfg.sampler.name), cfg, &outcome, &summary)?;
         runs.push(summary);
         let (x, w) = (outcome.x0.chains.concat(), outcome.weights.chains.concat());
         samples.push((cfg.sampler.name.clone(), x, w, outcome.target));
@@ -112,7 +109,7 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
         .map(|(name, x, w, _)| (name.as_str(), x.as_slice(), w.as_slice()))
         .collect();
     sgmcmc_plot::weighted_histograms(
-        &a.out.join("density.png"),
+        &out.join("density.png"),
         "0.4 N(-6,1) + 0.6 N(4,1): weighted samples over the exact density",
         samples[0].3.potential(),
         1.0,
@@ -137,7 +134,7 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
                 .join(","),
             target: configs[0].target.to_string(),
             seed: a.seed,
-            device: a.device.to_string(),
+            device: device.to_string(),
             wall_seconds: wall,
             steps_per_second: steps as f64 / wall.max(1e-12),
         },
@@ -151,9 +148,9 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
             .collect(),
         runs,
     };
-    output::write_json(&a.out.join("summary.json"), &summary)?;
-    println!("\nplot: {}", a.out.join("density.png").display());
-    println!("wrote {}", a.out.join("summary.json").display());
+    output::write_json(&out.join("summary.json"), &summary)?;
+    println!("\nplot: {}", out.join("density.png").display());
+    println!("wrote {}", out.join("summary.json").display());
     Ok(())
 }
 

@@ -16,11 +16,12 @@
 use std::path::PathBuf;
 
 use sgmcmc_data::inputs::read_rows;
+use sgmcmc_engine::SavedPosterior;
 use sgmcmc_engine::predict::{SavedModel, classifier, regression};
-use sgmcmc_engine::{DeviceChoice, SavedPosterior};
 
 use crate::error::AppError;
 use crate::output;
+use crate::run_flags::DeviceFlag;
 
 /// Options of `sgmcmc predict`.
 #[derive(Debug, clap::Args)]
@@ -37,14 +38,14 @@ pub struct PredictArgs {
     /// The images' labels, for the metrics of a classifier (IDX bytes or one per line).
     #[arg(long)]
     pub labels: Option<PathBuf>,
-    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
+    /// `--device`.
+    #[command(flatten)]
+    pub device: DeviceFlag,
 }
 
 /// `sgmcmc predict`.
 pub fn run(a: &PredictArgs) -> Result<(), AppError> {
-    let device = a.device.tensor_device("predict")?;
+    let device = a.device.tensor().tensor_device("predict")?;
     let out = a
         .out
         .clone()

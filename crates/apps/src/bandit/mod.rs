@@ -25,11 +25,12 @@ use std::time::Instant;
 
 use clap::Args;
 use sgmcmc_data::Mushrooms;
-use sgmcmc_engine::DeviceChoice;
+
 use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;
 use crate::output;
+use crate::run_flags::{DataDir, DeviceFlag, OutputFlags};
 pub use config::BanditConfig;
 pub use report::FILES;
 
@@ -53,30 +54,23 @@ pub struct BanditArgs {
     /// Seeds per agent (1..=N) [default: 5].
     #[arg(long)]
     pub seeds: Option<u64>,
-    /// Data directory holding `mushroom/agaricus-lepiota.data` (default `$SGMCMC_DATA_DIR`,
-    /// else `../shared/datasets`).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
+    /// `--data-dir` (holding `mushroom/agaricus-lepiota.data`).
+    #[command(flatten)]
+    pub data: DataDir,
     /// Compute threads (chains step in parallel; 0: one per core).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
-    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
-    /// Run directory.
-    #[arg(long, default_value = "runs/bandit")]
-    pub out: PathBuf,
-    /// Replacing an earlier run in `--out`.
+    /// `--device`.
     #[command(flatten)]
-    pub force: output::Force,
-    /// No progress lines.
-    #[arg(long)]
-    pub quiet: bool,
+    pub device: DeviceFlag,
+    /// `--out` (default `runs/bandit`), `--force` and `--quiet`.
+    #[command(flatten)]
+    pub output: OutputFlags,
 }
 
 /// Runs `sgmcmc bandit`.
 pub fn run(a: &BanditArgs) -> Result<(), AppError> {
-    let device = a.device.tensor_device("bandit")?;
+    let device = a.device.tensor().tensor_device("bandit")?;
     let file = a.config.as_deref().map(ConfigFile::read).transpose()?;
     let preset = a
         .preset
@@ -91,11 +85,12 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
         }
     }
     config.validate()?;
-    let file = sgmcmc_data::data_root(a.data_dir.as_deref()).join("mushroom/agaricus-lepiota.data");
+    let file = a.data.root().join("mushroom/agaricus-lepiota.data");
     let data = Mushrooms::load(&file).map_err(|e| AppError::Input(e.to_string()))?;
     sgmcmc_engine::limits::check_threads(a.threads)?;
-    output::fresh_run_dir(&a.out, a.force.force, FILES)?;
-    output::write_toml(&a.out.join("config.toml"), &config)?;
+    let out = a.output.dir_or(|| PathBuf::from("runs/bandit"));
+    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
+    output::write_toml(&out.join("config.toml"), &config)?;
     let clock = Instant::now();
     let mut curves = Vec::new();
     for agent in &config.agents {
@@ -104,7 +99,7 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
             let (curve, diagnostics) = sgmcmc_engine::jobs::with_threads(a.threads, || {
                 run::run_agent(&config, agent, &data, seed, &device)
             })??;
-            if !a.quiet {
+            if a.output.progress() {
                 eprintln!(
                     "{} seed {seed}: regret {:.0} ({:.1} s)",
                     agent.name,
@@ -120,13 +115,13 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
             });
         }
     }
-    let summary = report::write(&a.out, &config, &curves, clock.elapsed().as_secs_f64())?;
+    let summary = report::write(&out, &config, &curves, clock.elapsed().as_secs_f64())?;
     for s in &summary.agents {
         println!(
             "{}: final regret {:.1} +- {:.1} (se over {} seeds)",
             s.agent, s.final_regret_mean, s.final_regret_se, s.seeds
         );
     }
-    println!("wrote {}", a.out.join("summary.json").display());
+    println!("wrote {}", out.join("summary.json").display());
     Ok(())
 }

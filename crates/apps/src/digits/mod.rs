@@ -19,11 +19,12 @@ mod run;
 use std::path::PathBuf;
 
 use clap::Args;
-use sgmcmc_engine::DeviceChoice;
+
 use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::with_config;
 
 use crate::error::AppError;
+use crate::run_flags::{DataDir, DeviceFlag, OutputFlags, SettingsFlags};
 
 pub use run::predict;
 pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits};
@@ -31,9 +32,9 @@ pub use run::{DigitsConfig, DigitsSummary, FILES, Gradients, network, run_digits
 /// Options of `sgmcmc digits`. The run's settings resolve as defaults < `--config` < flags.
 #[derive(Debug, Args)]
 pub struct DigitsArgs {
-    /// TOML config file (the fields of a run's `config.toml`); flags override it.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// `--config` and `--seed` (initial weights, noise, minibatch order).
+    #[command(flatten)]
+    pub settings: SettingsFlags,
     /// Sampler: sgld, sghmc, psgld, sgnht, sgd or msgd [default: sgld].
     #[arg(long)]
     pub sampler: Option<String>,
@@ -55,52 +56,45 @@ pub struct DigitsArgs {
     /// Seed of the train/test split [default: 0].
     #[arg(long)]
     pub split_seed: Option<u64>,
-    /// Run seed (initial weights, noise, minibatch order) [default: 1].
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Gradients: closed-form (hand-written backpropagation) or autodiff (burn autodiff
     /// through the network module) [default: closed-form].
     #[arg(long, value_enum)]
     pub gradients: Option<Gradients>,
-    /// Data directory holding `digits/` (default `$SGMCMC_DATA_DIR`, else
-    /// `../shared/datasets`); `sgmcmc data fetch digits --to DIR` writes it.
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
+    /// `--data-dir` (holding `digits/`).
+    #[command(flatten)]
+    pub data: DataDir,
     /// Compute threads of burn's CPU kernels (0: one per core). One is fastest for this small
     /// network (see `sgmcmc_apps::threads`).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
-    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
-    /// Run directory.
-    #[arg(long, default_value = "runs/digits")]
-    pub out: PathBuf,
-    /// Replacing an earlier run in `--out`.
+    /// `--device`.
     #[command(flatten)]
-    pub force: crate::output::Force,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    pub device: DeviceFlag,
+    /// `--out` (default `runs/digits`), `--force` and `--quiet`.
+    #[command(flatten)]
+    pub output: OutputFlags,
 }
 
 /// The settings `a` asks for: defaults < `--config` < flags.
 pub fn config_of(a: &DigitsArgs) -> Result<DigitsConfig, AppError> {
-    let mut config = with_config(DigitsConfig::default(), a.config.as_deref())?;
-    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed, seed, gradients);
+    let mut config = with_config(DigitsConfig::default(), a.settings.config.as_deref())?;
+    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed, gradients);
+    flags_over!(config, a.settings; seed);
     config.validate()?;
     Ok(config)
 }
 
 /// Runs `sgmcmc digits`.
 pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
-    let device = a.device.tensor_device("digits")?;
-    let dir = sgmcmc_data::data_root(a.data_dir.as_deref()).join("digits");
+    let choice = a.device.tensor();
+    let device = choice.tensor_device("digits")?;
+    let dir = a.data.root().join("digits");
     let config = config_of(a)?;
     sgmcmc_engine::limits::check_threads(a.threads)?;
-    crate::output::fresh_run_dir(&a.out, a.force.force, FILES)?;
+    let out = a.output.dir_or(|| PathBuf::from("runs/digits"));
+    crate::output::fresh_run_dir(&out, a.output.force.force, FILES)?;
     let s = sgmcmc_engine::jobs::with_threads(a.threads, || {
-        run_digits(&config, &dir, &device, &a.out, a.device, !a.quiet)
+        run_digits(&config, &dir, &device, &out, choice, a.output.progress())
     })??;
     println!(
         "{}: BMA of {} models: accuracy {:.4}, NLL {:.4}, ECE {:.4}; {:.0} steps/s ({:.2} s)",
@@ -112,6 +106,6 @@ pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
         s.header.steps_per_second,
         s.header.wall_seconds
     );
-    println!("wrote {}", a.out.join("summary.json").display());
+    println!("wrote {}", out.join("summary.json").display());
     Ok(())
 }

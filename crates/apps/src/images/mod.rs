@@ -165,7 +165,7 @@ pub fn config_of(a: &ImagesArgs, file: Option<&ConfigFile>) -> Result<ImagesConf
     if let Some(f) = file {
         c = f.over(&c)?;
     }
-    flags_over!(c, a.run; seed);
+    flags_over!(c, a.run.settings; seed);
     flags_over!(c, a; chains, epochs, batch, lr, temperature, train_limit, test_limit,
         ood_limit, curve_limit, eval_every, burn_epochs, checkpoint_every);
     c.save_samples |= a.run.save_samples;
@@ -180,9 +180,9 @@ pub struct Images;
 /// The settings `a` asks for (`--config` and the flags) and the run folder: `--out`, else
 /// `runs/images-DATASET-PRESET-SAMPLER`.
 fn resolved(a: &ImagesArgs) -> Result<(ImagesConfig, PathBuf), AppError> {
-    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
+    let file = a.run.settings.file()?;
     let config = config_of(a, file.as_ref())?;
-    let dir = a.run.out.clone().unwrap_or_else(|| {
+    let dir = a.run.output.dir_or(|| {
         PathBuf::from(format!(
             "runs/images-{}-{}-{}",
             config.dataset, config.preset, config.sampler
@@ -229,20 +229,20 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     if let Some(done) = a.run.resume::<Images>(stop) {
         return done;
     }
-    if a.run.distributed {
+    if a.run.ranks.distributed {
         return a.run.over_ranks::<Images>(FILES, || resolved(a), stop);
     }
     let (config, dir) = resolved(a)?;
-    let dir = fresh_run_dir(&dir, a.run.force.force, &with_parts(FILES))?;
-    let data = ImagesData::load(&a.run.data_root(), &config)?;
+    let dir = fresh_run_dir(&dir, a.run.output.force.force, &with_parts(FILES))?;
+    let data = ImagesData::load(&a.run.data.root(), &config)?;
     sgmcmc_engine::experiment::execute::<Images>(
         &config,
         &data,
         &dir,
-        a.run.device,
+        a.run.device.tensor(),
         None,
         stop,
-        a.run.quiet,
+        a.run.output.quiet,
     )?;
     Ok(())
 }

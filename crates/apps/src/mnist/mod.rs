@@ -183,7 +183,7 @@ pub fn config_of(
         c = f.over(&c)?;
         c.sampler = sampler.to_string();
     }
-    flags_over!(c, a.run; seed);
+    flags_over!(c, a.run.settings; seed);
     flags_over!(c, a; chains, epochs, batch, zeta, temperature, eval_every, checkpoint_every);
     if let Some(v) = a.train_per_class {
         c.train_per_class = (v > 0).then_some(v);
@@ -199,7 +199,7 @@ pub fn config_of(
 /// The settings and folder of the one sampler `a` names (`--distributed` runs one sampler's
 /// chains over the ranks).
 fn one_run(a: &MnistArgs) -> Result<(MnistConfig, PathBuf), AppError> {
-    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
+    let file = a.run.settings.file()?;
     let samplers = samplers_of(a, file.as_ref());
     let [sampler] = samplers.as_slice() else {
         return Err(AppError::Usage(
@@ -215,7 +215,7 @@ fn one_run(a: &MnistArgs) -> Result<(MnistConfig, PathBuf), AppError> {
 /// The folder of the run of `sampler`, one of `runs` samplers: `--out` itself for one, a
 /// subfolder of it for each of several, else `runs/mnist-PRESET-SAMPLER`.
 fn run_dir(a: &MnistArgs, preset: &str, sampler: &str, runs: usize) -> PathBuf {
-    match (&a.run.out, runs) {
+    match (&a.run.output.out, runs) {
         (Some(o), 1) => o.clone(),
         (Some(o), _) => o.join(sampler),
         (None, _) => PathBuf::from(format!("runs/mnist-{preset}-{sampler}")),
@@ -235,7 +235,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         println!("presets: paper (thesis protocol), cpu (scaled; see `config.toml` of a run)");
         return Ok(());
     }
-    if a.run.distributed && (!a.compare.is_empty() || a.trajectory) {
+    if a.run.ranks.distributed && (!a.compare.is_empty() || a.trajectory) {
         return Err(AppError::Usage(
             "--distributed spreads one run's chains over ranks; --compare and --trajectory run \
              in one process"
@@ -243,22 +243,17 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         ));
     }
     if !a.compare.is_empty() {
-        let out = a
-            .run
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("runs/mnist-compare"));
-        let out = fresh_run_dir(&out, a.run.force.force, compare::FILES)?;
+        let out = a.run.output.dir_or(|| PathBuf::from("runs/mnist-compare"));
+        let out = fresh_run_dir(&out, a.run.output.force.force, compare::FILES)?;
         return compare::compare(&a.compare, &out);
     }
     if a.trajectory {
         let preset = preset_of(a, None);
         let out = a
             .run
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-trajectory-{preset}")));
-        let device = a.run.device.tensor_device("mnist")?.autodiff();
+            .output
+            .dir_or(|| PathBuf::from(format!("runs/mnist-trajectory-{preset}")));
+        let device = a.run.device.tensor().tensor_device("mnist")?.autodiff();
         let mut s = trajectory::TrajectorySettings::default();
         if let Some(e) = a.epochs {
             s.epochs = e;
@@ -266,8 +261,8 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         if let Some(n) = a.train_per_class {
             s.per_class = n.max(1);
         }
-        let out = fresh_run_dir(&out, a.run.force.force, trajectory::FILES)?;
-        return trajectory::trajectory(&a.run.data_root(), preset, &s, &out, &device);
+        let out = fresh_run_dir(&out, a.run.output.force.force, trajectory::FILES)?;
+        return trajectory::trajectory(&a.run.data.root(), preset, &s, &out, &device);
     }
     if a.stop_after == Some(0) {
         return Err(AppError::Usage(
@@ -281,10 +276,10 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     if let Some(done) = a.run.resume::<Mnist>(stop) {
         return done;
     }
-    if a.run.distributed {
+    if a.run.ranks.distributed {
         return a.run.over_ranks::<Mnist>(FILES, || one_run(a), stop);
     }
-    let file = a.run.config.as_deref().map(ConfigFile::read).transpose()?;
+    let file = a.run.settings.file()?;
     let samplers = samplers_of(a, file.as_ref());
     if file.is_some() && samplers.len() > 1 {
         return Err(AppError::Usage(
@@ -300,35 +295,34 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     // folders under `--out`) first, then each run's.
     let joint = (samplers.len() > 1).then(|| {
         a.run
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(format!("runs/mnist-{preset}")))
+            .output
+            .dir_or(|| PathBuf::from(format!("runs/mnist-{preset}")))
     });
     if let Some(out) = &joint {
         let own: Vec<&str> = compare::FILES.iter().chain(STORY).copied().collect();
-        fresh_run_dir(out, a.run.force.force, &own)?;
+        fresh_run_dir(out, a.run.output.force.force, &own)?;
     }
     let dirs = samplers
         .iter()
         .map(|s| {
             let dir = run_dir(a, preset, s, samplers.len());
-            fresh_run_dir(&dir, a.run.force.force, &with_parts(FILES))
+            fresh_run_dir(&dir, a.run.output.force.force, &with_parts(FILES))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut data: Option<MnistData> = None;
     for (config, dir) in configs.iter().zip(&dirs) {
         let d = match &data {
             Some(d) => d,
-            None => data.insert(MnistData::load(&a.run.data_root(), config)?),
+            None => data.insert(MnistData::load(&a.run.data.root(), config)?),
         };
         sgmcmc_engine::experiment::execute::<Mnist>(
             config,
             d,
             dir,
-            a.run.device,
+            a.run.device.tensor(),
             None,
             stop,
-            a.run.quiet,
+            a.run.output.quiet,
         )?;
     }
     if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {

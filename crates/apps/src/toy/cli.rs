@@ -4,12 +4,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::{apply_sets, check_flags_vs_sets, check_sets_read, with_config};
 
 use crate::error::AppError;
-use crate::output::Force;
+use crate::run_flags::{ContinueFlags, DeviceFlag, OutputFlags, SettingsFlags};
 use crate::toy::{self, ToyConfig};
 
 /// Options of `sgmcmc toy`.
@@ -21,9 +20,9 @@ pub struct ToyArgs {
     /// Start from a named preset (the papers' settings).
     #[arg(long)]
     pub preset: Option<String>,
-    /// TOML config file (fields of the run's config.toml); flags override it.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
+    /// `--config` and `--seed`.
+    #[command(flatten)]
+    pub settings: SettingsFlags,
     /// Target name.
     #[arg(long)]
     pub target: Option<String>,
@@ -36,12 +35,9 @@ pub struct ToyArgs {
     /// Iterations per chain.
     #[arg(long)]
     pub iters: Option<u64>,
-    /// Run seed.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Where chains run: host, flex, ndarray, wgpu or cuda (wgpu:N or cuda:N for GPU N).
-    #[arg(long, value_name = "DEVICE")]
-    pub device: Option<DeviceChoice>,
+    /// `--device`.
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Learning rate (peak for cyclical samplers).
     #[arg(long)]
     pub lr: Option<f64>,
@@ -58,19 +54,9 @@ pub struct ToyArgs {
     /// Thinning.
     #[arg(long)]
     pub thin: Option<u64>,
-    /// Run directory (default runs/toy-TARGET-SAMPLER-sSEED).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Replacing an earlier run in `--out`.
+    /// `--out` (default `runs/toy-TARGET-SAMPLER-sSEED`), `--force` and `--quiet`.
     #[command(flatten)]
-    pub force: Force,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Spread the chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 4
-    /// sgmcmc toy --preset deo-sgd-25-mode --distributed`. Rank 0 writes the run folder.
-    #[arg(long)]
-    pub distributed: bool,
+    pub output: OutputFlags,
     /// Write a checkpoint every this many steps into the run folder (`checkpoint.cbor`; with
     /// `--distributed` a manifest and one part per rank).
     #[arg(long)]
@@ -78,10 +64,10 @@ pub struct ToyArgs {
     /// Stop after this many steps (>= 1), writing a checkpoint (continue with `--resume`).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub stop_after: Option<u64>,
-    /// Continue the checkpointed run in this folder with the settings it recorded (with
-    /// `--distributed`, on as many ranks as wrote it).
-    #[arg(long)]
-    pub resume: Option<PathBuf>,
+    /// `--resume` and `--distributed` (`mpirun -np 4 sgmcmc toy --preset deo-sgd-25-mode
+    /// --distributed`).
+    #[command(flatten)]
+    pub ranks: ContinueFlags,
 }
 
 /// Resolves defaults < preset < config file < flags.
@@ -96,8 +82,10 @@ pub fn toy_config(a: &ToyArgs) -> Result<ToyConfig, AppError> {
         })?,
         None => ToyConfig::default(),
     };
-    cfg = with_config(cfg, a.config.as_deref())?;
-    flags_over!(cfg, a; chains, iters, seed, device, thin);
+    cfg = with_config(cfg, a.settings.config.as_deref())?;
+    flags_over!(cfg, a; chains, iters, thin);
+    flags_over!(cfg, a.settings; seed);
+    flags_over!(cfg, a.device; device);
     if let Some(t) = &a.target {
         cfg.target = t.as_str().into();
     }
@@ -146,11 +134,11 @@ pub fn run(a: &ToyArgs) -> Result<(), AppError> {
     {
         return toy::hit_table::run_cli(p, a);
     }
-    if let Some(dir) = &a.resume {
+    if let Some(dir) = &a.ranks.resume {
         return toy::resume::run_cli(a, dir);
     }
     let cfg = toy_config(a)?;
-    let out = a.out.clone().unwrap_or_else(|| {
+    let out = a.output.dir_or(|| {
         PathBuf::from(format!(
             "runs/toy-{}-{}-s{}",
             cfg.target, cfg.sampler.name, cfg.seed

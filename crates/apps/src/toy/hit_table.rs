@@ -235,18 +235,17 @@ pub fn run_cli(preset: &str, a: &super::cli::ToyArgs) -> Result<(), AppError> {
         }
     };
     let budget = a.iters.unwrap_or(100_000);
-    let seed = a.seed.unwrap_or(1);
+    let seed = a.settings.seed.unwrap_or(1);
     let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| std::path::PathBuf::from(format!("runs/{preset}-s{seed}")));
-    crate::output::fresh_run_dir(&out, a.force.force, &["hits.csv", "table.json"])?;
+        .output
+        .dir_or(|| std::path::PathBuf::from(format!("runs/{preset}-s{seed}")));
+    crate::output::fresh_run_dir(&out, a.output.force.force, &["hits.csv", "table.json"])?;
     let n_fn = if only.is_empty() {
         BENCHMARKS.len()
     } else {
         only.len()
     };
-    let pb = crate::progress::bar((n_fn * runs * 4) as u64, "runs", !a.quiet);
+    let pb = crate::progress::bar((n_fn * runs * 4) as u64, "runs", a.output.progress());
     let cells = table(only, runs, budget, seed, || pb.inc(1))?;
     pb.finish_and_clear();
     println!(

@@ -51,9 +51,13 @@ pub fn run_fresh(
     persist: Option<Persist>,
 ) -> Result<(), AppError> {
     run_job(
-        a.distributed,
-        leader_only(|| fresh_run_dir(out, a.force.force, super::report::FILES).map(drop)),
-        |(), ranks| super::with_progress(cfg, !a.quiet, |p| run_toy_on(cfg, p, ranks, persist)),
+        a.ranks.distributed,
+        leader_only(|| fresh_run_dir(out, a.output.force.force, super::report::FILES).map(drop)),
+        |(), ranks| {
+            super::with_progress(cfg, a.output.progress(), |p| {
+                run_toy_on(cfg, p, ranks, persist)
+            })
+        },
         |(), outcome, over| report_or_stop(cfg, outcome, out, over),
     )
 }
@@ -61,12 +65,12 @@ pub fn run_fresh(
 /// `sgmcmc toy --resume DIR [--distributed] [--stop-after N]`.
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     run_job(
-        a.distributed,
+        a.ranks.distributed,
         leader_only(|| Ok(())),
         |(), ranks| {
             let (cfg, persist) =
                 Persist::resume::<AppError>(dir, ranks, a.stop_after, "toy", &Terminal::warn)?;
-            let outcome = super::with_progress(&cfg, !a.quiet, |p| {
+            let outcome = super::with_progress(&cfg, a.output.progress(), |p| {
                 run_toy_on(&cfg, p, ranks, Some(persist))
             })?;
             Ok((cfg, outcome))

@@ -63,14 +63,14 @@ fn started(config: UciConfig, data: UciDataset, out: PathBuf) -> Result<Prepared
 /// The run `a` asks for: a new one (its folder prepared), the one a `config.toml` describes
 /// (`--config`), or the one in a folder to continue (`--resume`).
 pub(super) fn prepare(a: &UciArgs) -> Result<Prepared, AppError> {
-    if let Some(dir) = &a.resume {
+    if let Some(dir) = &a.ranks.resume {
         return resume(dir);
     }
     if let Some(path) = &a.config {
         return repeat(a, path);
     }
     check_counts(a)?;
-    let out = a.out.clone().unwrap_or_else(|| {
+    let out = a.output.dir_or(|| {
         let suffix = match a.noise {
             NoiseChoice::Fixed => "",
             NoiseChoice::Learned => "-learned",
@@ -79,15 +79,15 @@ pub(super) fn prepare(a: &UciArgs) -> Result<Prepared, AppError> {
     });
     let mut config = UciConfig {
         dataset: a.dataset.clone(),
-        data_dir: a.data_dir.clone(),
+        data_dir: a.data.given().map(Path::to_path_buf),
         seeds: a.seeds,
-        device: a.device,
+        device: a.device.tensor(),
         run: run_of(a, &a.dataset, &a.sampler)?,
         checkpoint_every: a.checkpoint_every,
         save_samples: a.save_samples,
         data: None,
     };
-    output::fresh_run_dir(&out, a.force.force, FILES)?;
+    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
     let dir = dataset_dir(config.data_dir.as_deref(), &config.dataset);
     let data = load(&dir)?;
     config.data = Some(DataRecord::new(&dir, digest(&data))?);
@@ -197,16 +197,16 @@ pub(super) fn check_run(run: &RegressionRun) -> Result<(), AppError> {
 /// (its data folder, or `--data-dir`'s, is read and recorded anew).
 fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
     let mut config = read_config(path)?;
-    if a.data_dir.is_some() {
-        config.data_dir = a.data_dir.clone();
+    if let Some(dir) = a.data.given() {
+        config.data_dir = Some(dir.to_path_buf());
     }
-    let out = a.out.clone().unwrap_or_else(|| {
+    let out = a.output.dir_or(|| {
         PathBuf::from(format!(
             "runs/uci-{}-{}",
             config.dataset, config.run.sampler.name
         ))
     });
-    let recorded = config.data.as_ref().filter(|_| a.data_dir.is_none());
+    let recorded = config.data.as_ref().filter(|_| a.data.given().is_none());
     let dir = match recorded {
         Some(d) => d.dir.clone(),
         None => dataset_dir(config.data_dir.as_deref(), &config.dataset),
@@ -228,7 +228,7 @@ fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
         recorded.check_repeat(&record, path)?;
     }
     config.data = Some(record);
-    output::fresh_run_dir(&out, a.force.force, FILES)?;
+    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
     started(config, data, out)
 }
 

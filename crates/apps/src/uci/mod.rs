@@ -36,7 +36,7 @@ pub use self::report::Cell;
 use self::report::report_seeds;
 use self::table::table;
 use crate::error::AppError;
-use crate::output;
+use crate::run_flags::{ContinueFlags, DataDir, DeviceFlag, OutputFlags};
 
 /// The paper's `(tau, zeta)` per dataset (CSGLD paper sec. 4.2).
 pub fn paper_settings(dataset: &str) -> (f64, f64) {
@@ -108,22 +108,20 @@ pub struct UciArgs {
     /// `replica.temperatures=[1.0, 3.0]`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Save every averaged model as a burn record (`OUT/seed-K/samples/`) for `sgmcmc predict`.
-    #[arg(long)]
+    /// Save every averaged model as a burn record (`OUT/seed-K/samples/`) for `sgmcmc predict`
+    /// (in one process).
+    #[arg(long, conflicts_with = "distributed")]
     pub save_samples: bool,
     /// Write a checkpoint every this many steps (`OUT/seed-K/checkpoint.cbor`; 0 = never).
     #[arg(long, default_value_t = 0)]
     pub checkpoint_every: u64,
-    /// Repeat the run a `config.toml` describes, from scratch (`--out`, `--force`, `--jobs` and
-    /// `--data-dir` may stand beside it; other settings are the file's).
+    /// Repeat the run a `config.toml` describes, from scratch (`--out`, `--force`, `--quiet`,
+    /// `--jobs` and `--data-dir` may stand beside it; other settings are the file's).
     #[arg(long, conflicts_with = "resume")]
     pub config: Option<PathBuf>,
-    /// Continue the run in this folder (its `config.toml`, finished seeds and checkpoints).
-    #[arg(long)]
-    pub resume: Option<PathBuf>,
-    /// Data directory holding `uci/` (default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`).
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
+    /// `--data-dir` (holding `uci/`).
+    #[command(flatten)]
+    pub data: DataDir,
     /// Standardize the target as well as the features (the paper standardizes features only).
     #[arg(long)]
     pub standardize_target: bool,
@@ -141,23 +139,20 @@ pub struct UciArgs {
     /// Run the grid of 4 datasets x 6 samplers and print the table.
     #[arg(long, conflicts_with_all = ["dataset", "sampler", "save_samples", "checkpoint_every", "distributed"])]
     pub table: bool,
-    /// Spread each run's chains over the ranks of `mpirun` (build feature `mpi`): `mpirun -np 2
-    /// sgmcmc uci --sampler icsgld --chains 4 --distributed`. The seeds run one after another
-    /// (`--jobs` does not apply); rank 0 writes the run folder.
-    #[arg(long, conflicts_with = "save_samples")]
-    pub distributed: bool,
-    /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N, under mpirun, the local rank's).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
-    /// Parallel runs.
+    /// `--resume` (its `config.toml`, finished seeds and checkpoints) and `--distributed`
+    /// (each run's chains over the ranks: `mpirun -np 2 sgmcmc uci --sampler icsgld --chains 4
+    /// --distributed`).
+    #[command(flatten)]
+    pub ranks: ContinueFlags,
+    /// `--device`.
+    #[command(flatten)]
+    pub device: DeviceFlag,
+    /// Parallel runs (in one process; with `--distributed` the seeds run one after another).
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
-    /// Run directory.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Replacing an earlier run in `--out`.
+    /// `--out` (default `runs/uci-DATASET-SAMPLER`), `--force` and `--quiet`.
     #[command(flatten)]
-    pub force: output::Force,
+    pub output: OutputFlags,
 }
 
 /// The contour field of `sampler` on UCI: the interacting field where the sampler's own is the
@@ -307,17 +302,17 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<RegressionRun, Ap
 }
 
 /// `series(device, tick)` on the device `device` names, with a progress bar over its `runs`
-/// runs (drawn on rank 0, `leader`): what it returns and when it started (the reports' wall
+/// runs (drawn when `bar`: on rank 0, without `--quiet`): what it returns and when it started (the reports' wall
 /// clock runs from there through their files).
 fn timed_series<T>(
     runs: usize,
-    leader: bool,
+    bar: bool,
     device: DeviceChoice,
     series: impl FnOnce(&Device, &(dyn Fn() + Sync)) -> Result<T, RunError>,
 ) -> Result<(T, Instant), AppError> {
     let start = Instant::now();
     let device = device.tensor_device("uci")?.autodiff();
-    let pb = crate::progress::bar(runs as u64, "uci runs", leader);
+    let pb = crate::progress::bar(runs as u64, "uci runs", bar);
     let out = series(&device, &|| pb.inc(1))?;
     pb.finish_and_clear();
     Ok((out, start))
@@ -330,19 +325,20 @@ fn split_of(run: &RegressionRun, data: &UciDataset) -> usize {
 
 /// `sgmcmc uci`.
 pub fn run(a: &UciArgs) -> Result<(), AppError> {
-    if a.table && a.resume.is_none() && a.config.is_none() {
+    if a.table && a.ranks.resume.is_none() && a.config.is_none() {
         return table(a);
     }
     // Over ranks, rank 0 resolves the run (a new folder, `--config` or `--resume`) and sends
     // its settings to the others, which read the data it recorded and check its digest; the
     // seeds then run one after another, each over every rank.
-    let workers = if a.distributed { 1 } else { a.jobs };
+    let distributed = a.ranks.distributed;
+    let workers = if distributed { 1 } else { a.jobs };
     run_job(
-        a.distributed,
+        distributed,
         Lead {
             prepare: || {
                 let p = prepare(a)?;
-                if a.distributed && p.config.save_samples {
+                if distributed && p.config.save_samples {
                     return Err(AppError::Usage(
                         "--save-samples writes each rank's models and one index: it runs in \
                          one process"
@@ -364,7 +360,8 @@ pub fn run(a: &UciArgs) -> Result<(), AppError> {
         },
         |p, ranks| {
             let runs = seed_runs(p);
-            timed_series(runs.len(), ranks.is_leader(), p.config.device, |d, tick| {
+            let bar = ranks.is_leader() && a.output.progress();
+            timed_series(runs.len(), bar, p.config.device, |d, tick| {
                 run_regressions_on(ranks, &runs, workers, d, uci_mlp, tick)
             })
         },

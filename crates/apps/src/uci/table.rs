@@ -27,15 +27,12 @@ pub(super) fn table(a: &UciArgs) -> Result<(), AppError> {
         .collect::<Result<Vec<_>, AppError>>()?;
     let settings: Vec<&SamplerSettings> = runs.iter().map(|(_, r)| &r.sampler).collect();
     sgmcmc_engine::settings::check_sets_read(&settings, &a.set)?;
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("runs/uci-table"));
-    output::fresh_run_dir(&out, a.force.force, TABLE_FILES)?;
+    let out = a.output.dir_or(|| PathBuf::from("runs/uci-table"));
+    output::fresh_run_dir(&out, a.output.force.force, TABLE_FILES)?;
     let datasets: Vec<(String, UciDataset)> = names
         .iter()
         .map(|n| {
-            let dir = dataset_dir(a.data_dir.as_deref(), n);
+            let dir = dataset_dir(a.data.given(), n);
             UciDataset::load(&dir)
                 .map(|d| (n.clone(), d))
                 .map_err(|e| AppError::Input(format!("dataset `{n}`: {e}")))
@@ -59,9 +56,12 @@ pub(super) fn table(a: &UciArgs) -> Result<(), AppError> {
         }
     }
     // The table runs in one process.
-    let (results, start) = timed_series(series.len(), true, a.device, |d, tick| {
-        run_regressions(&series, a.jobs, d, uci_mlp, tick)
-    })?;
+    let (results, start) = timed_series(
+        series.len(),
+        a.output.progress(),
+        a.device.tensor(),
+        |d, tick| run_regressions(&series, a.jobs, d, uci_mlp, tick),
+    )?;
     let cells: Vec<_> = runs
         .iter()
         .zip(results.chunks(a.seeds as usize))
