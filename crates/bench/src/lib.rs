@@ -36,6 +36,7 @@ pub use crate::timing::{Step, paired, rate};
 pub use crate::workloads::{cnn_workload, mlp_workload, resnet_sampler};
 use sgmcmc_apps::AppError;
 use sgmcmc_apps::output::{self, RunHeader};
+use sgmcmc_apps::run_flags::DeviceFlag;
 use sgmcmc_engine::DeviceChoice;
 
 pub mod digits;
@@ -67,9 +68,9 @@ pub fn command() -> sgmcmc_apps::cli::External {
 /// Options of `sgmcmc bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Tensor device for the tensor measurements: flex, ndarray, wgpu or cuda (wgpu:N or cuda:N for GPU N).
-    #[arg(long, default_value_t = DeviceChoice::Flex, value_name = "DEVICE")]
-    pub device: DeviceChoice,
+    /// `--device` of the tensor measurements.
+    #[command(flatten)]
+    pub device: DeviceFlag,
     /// Seconds per measurement (after one warm-up step).
     #[arg(long, default_value_t = 2.0)]
     pub seconds: f64,
@@ -95,6 +96,13 @@ pub struct BenchArgs {
     /// Replacing an earlier run in `--out`.
     #[command(flatten)]
     pub force: output::Force,
+}
+
+impl BenchArgs {
+    /// The device of the tensor measurements (`--device`, else flex).
+    pub fn device(&self) -> DeviceChoice {
+        self.device.tensor()
+    }
 }
 
 /// A group of measurements of `sgmcmc bench`.
@@ -202,7 +210,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         return crate::distributed::run(a);
     }
     let start = Instant::now();
-    let device = a.device.tensor_device("bench")?;
+    let device = a.device().tensor_device("bench")?;
     output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])?;
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios, mut memory) = (Vec::new(), Vec::new(), Vec::new());
@@ -263,7 +271,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         resnet_steps(a, &ad, &mut figures)?;
     }
     if a.only.contains(&Group::Noise) {
-        let batch = if a.device.is_gpu() { 16 } else { 128 };
+        let batch = if a.device().is_gpu() { 16 } else { 128 };
         noise_rate(a, &ad, batch, &mut figures, &mut ratios)?;
     }
     if a.runs(Group::Resnet) {
@@ -301,7 +309,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             sampler: "sgd,sgld,sghmc,csgld,resgld".into(),
             target: "twenty-five-mode,mlp13-50-1,cnn".into(),
             seed: 1,
-            device: a.device.to_string(),
+            device: a.device().to_string(),
             wall_seconds: wall,
             steps_per_second: figures.first().map_or(0.0, |f| f.per_second),
         },

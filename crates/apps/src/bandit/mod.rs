@@ -25,7 +25,6 @@ use std::time::Instant;
 
 use clap::Args;
 use sgmcmc_data::Mushrooms;
-
 use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;

@@ -19,7 +19,6 @@ mod run;
 use std::path::PathBuf;
 
 use clap::Args;
-
 use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::with_config;
 
@@ -78,7 +77,8 @@ pub struct DigitsArgs {
 /// The settings `a` asks for: defaults < `--config` < flags.
 pub fn config_of(a: &DigitsArgs) -> Result<DigitsConfig, AppError> {
     let mut config = with_config(DigitsConfig::default(), a.settings.config.as_deref())?;
-    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed, gradients);
+    flags_over!(config, a; sampler, steps, lr, prior_precision, burn_in, bma_every, split_seed,
+        gradients);
     flags_over!(config, a.settings; seed);
     config.validate()?;
     Ok(config)

@@ -302,8 +302,8 @@ fn run_of(a: &UciArgs, dataset: &str, sampler: &str) -> Result<RegressionRun, Ap
 }
 
 /// `series(device, tick)` on the device `device` names, with a progress bar over its `runs`
-/// runs (drawn when `bar`: on rank 0, without `--quiet`): what it returns and when it started (the reports' wall
-/// clock runs from there through their files).
+/// runs (drawn when `bar`: on rank 0, without `--quiet`): what it returns and when it started
+/// (the reports' wall clock runs from there through their files).
 fn timed_series<T>(
     runs: usize,
     bar: bool,
