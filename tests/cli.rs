@@ -399,3 +399,61 @@ fn data_fetch_mnist_refuses_a_bad_checksum_and_verify_checks_image_folders() {
         assert!(text.lines().any(|l| l == line), "no `{line}` in {text}");
     }
 }
+
+#[test]
+fn data_fetch_uci_writes_the_folders_uci_data_dir_reads() {
+    let root = std::env::var_os("SGMCMC_DATA_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "../shared/datasets".into());
+    let names = ["energy", "concrete", "yacht", "wine-quality-red"];
+    if names.iter().any(|n| !root.join("uci").join(n).is_dir()) {
+        println!(
+            "skipped: no uci/{{energy,concrete,yacht,wine-quality-red}} under {} (set \
+             SGMCMC_DATA_DIR)",
+            root.display()
+        );
+        return;
+    }
+    // An upstream in the benchmark distribution's layout (`NAME/data/FILE`), made of the data
+    // at hand, which pass its checksums.
+    let up = tmp("uci-up");
+    let mut files = 0;
+    for n in names {
+        let to = up.join(n).join("data");
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(root.join("uci").join(n)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+            files += 1;
+        }
+    }
+    let base = serve(up.clone(), files);
+    let to = tmp("uci-to");
+    let t = to.to_str().unwrap();
+    succeeds(&["data", "fetch", "uci", "--to", t, "--base-url", &base]);
+    assert!(
+        to.join("uci/yacht/data.txt").is_file(),
+        "not in DIR/uci/NAME"
+    );
+    // `--data-dir` of `sgmcmc uci` reads the folder `data fetch` wrote.
+    let out = tmp("uci-fetched-run");
+    let o = out.to_str().unwrap();
+    succeeds(&[
+        "uci",
+        "--dataset",
+        "yacht",
+        "--seeds",
+        "1",
+        "--epochs",
+        "1",
+        "--data-dir",
+        t,
+        "--out",
+        o,
+        "--quiet",
+    ]);
+    assert!(out.join("summary.json").is_file());
+    let _ = std::fs::remove_dir_all(&up);
+    let _ = std::fs::remove_dir_all(&to);
+    let _ = std::fs::remove_dir_all(&out);
+}

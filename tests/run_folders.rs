@@ -183,3 +183,52 @@ fn a_folder_in_use_by_another_run_is_refused() {
     assert!(dir.join("summary.json").is_file());
     let _ = std::fs::remove_dir_all(root);
 }
+
+#[test]
+fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_made() {
+    let root = tmp("bad-device");
+    let out = root.join("run");
+    let o = out.to_str().unwrap();
+    // `host` is the toy targets' f64 path, not a tensor device; the test build has no `cuda`
+    // (scripts/features.sh). The data never need reading: the device comes first.
+    let refused: &[(&[&str], &str)] = &[
+        (&["toy", "--device", "cuda", "--out", o], "`cuda`"),
+        (
+            &["uci", "--device", "host", "--out", o],
+            "uci needs a tensor device",
+        ),
+        (
+            &["uci", "--table", "--device", "host", "--out", o],
+            "uci needs a tensor device",
+        ),
+        (
+            &["mnist", "--device", "host", "--out", o],
+            "mnist needs a tensor device",
+        ),
+        (
+            &[
+                "images",
+                "--dataset",
+                "synthetic",
+                "--device",
+                "host",
+                "--out",
+                o,
+            ],
+            "images needs",
+        ),
+        (
+            &["digits", "--device", "host", "--out", o],
+            "digits needs a tensor device",
+        ),
+        (
+            &["bandit", "--device", "host", "--out", o],
+            "bandit needs a tensor device",
+        ),
+    ];
+    for (args, needle) in refused {
+        fails_with(args, 2, needle);
+        assert!(!out.exists(), "{args:?} made {o}");
+    }
+    let _ = std::fs::remove_dir_all(root);
+}

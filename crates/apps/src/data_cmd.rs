@@ -16,13 +16,13 @@ pub enum DataCommand {
     /// Download a benchmark from its public upstream and verify it (SHA-256 and layout).
     Fetch {
         /// Which benchmark: `uci` (Energy, Concrete, Yacht, Wine with their 20 splits, into
-        /// `DIR/NAME/`), `mnist` or `fashion-mnist` (the four gzip IDX files, into `DIR/mnist/`
-        /// or `DIR/fashion-mnist/`), `digits` (UCI optdigits test set, 1797 8x8 images, into
-        /// `DIR/digits/digits.csv`), `cifar10` or `cifar100` (the binary version's `*.bin` files,
-        /// unpacked from its tarball into `DIR/cifar10/` or `DIR/cifar100/`), `svhn`
-        /// (`train_32x32.mat` and `test_32x32.mat` into `DIR/svhn/`). The colour sets are
-        /// checked by their image counts (no official SHA-256 is pinned yet); their content
-        /// hash is printed.
+        /// `DIR/uci/NAME/`), `mnist` or `fashion-mnist` (the four gzip IDX files, into
+        /// `DIR/mnist/` or `DIR/fashion-mnist/`), `digits` (UCI optdigits test set, 1797 8x8
+        /// images, into `DIR/digits/digits.csv`), `cifar10` or `cifar100` (the binary version's
+        /// `*.bin` files, unpacked from its tarball into `DIR/cifar10/` or `DIR/cifar100/`),
+        /// `svhn` (`train_32x32.mat` and `test_32x32.mat` into `DIR/svhn/`): the folders a
+        /// command's `--data-dir DIR` reads. The colour sets are checked by their image counts
+        /// (no official SHA-256 is pinned yet); their content hash is printed.
         what: String,
         /// Directory to write.
         #[arg(long)]
@@ -47,7 +47,12 @@ pub fn run(c: &DataCommand) -> Result<(), AppError> {
     match c {
         DataCommand::Fetch { what, to, base_url } => {
             let dirs = if what == "uci" {
-                fetch_uci(base_url.as_deref().unwrap_or(UCI_UPSTREAM), to, &table1())?
+                let root = to.join("uci");
+                fetch_uci(
+                    base_url.as_deref().unwrap_or(UCI_UPSTREAM),
+                    &root,
+                    &table1(),
+                )?
             } else if what == "digits" {
                 vec![fetch_digits(
                     base_url.as_deref().unwrap_or(DIGITS_UPSTREAM),

@@ -93,7 +93,7 @@ pub fn run(a: &DemoArgs) -> Result<(), AppError> {
         })
         .collect::<Result<Vec<_>, AppError>>()?;
     let out = a.output.dir_or(|| PathBuf::from("runs/demo"));
-    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
+    a.output.fresh(&out, FILES)?;
     let mut runs = Vec::new();
     let mut samples = Vec::new();
     for cfg in &configs {

@@ -1,13 +1,15 @@
 //! The run-control flags the commands share, in groups of one meaning each, flattened into a
 //! command's options (`#[command(flatten)]`): where a run writes and what it prints
-//! ([`OutputFlags`], every command), where it computes ([`DeviceFlag`]), where it reads its
-//! data ([`DataDir`]), a run's settings file and seed ([`SettingsFlags`]), continuing a run and
-//! spreading it over ranks ([`ContinueFlags`]). A flag reads the same in every command's help
-//! and means the same; [`RunFlags`] is the whole set of a network experiment (`mnist`,
-//! `images`).
+//! ([`OutputFlags`]), where it computes ([`DeviceFlag`]), where it reads its data
+//! ([`DataDir`]), a run's settings file and seed ([`SettingsFlags`]), continuing a run and
+//! spreading it over the ranks of an MPI job ([`JobFlags`]). Each is declared here alone, so a
+//! flag reads and means the same in every command that takes it; [`RunFlags`] is the whole set
+//! of a network experiment (`mnist`, `images`).
 //!
-//! `uci` and `bandit` run a series of seeds (`--seeds`) and their `--config` repeats a recorded
-//! run, so they declare that flag themselves.
+//! Who takes which: the run commands (`demo`, `toy`, `uci`, `mnist`, `images`, `digits`,
+//! `bandit`) all take [`OutputFlags`] and [`DeviceFlag`], `predict` and `bench` the device
+//! alone. `uci`, `bandit` and `vr-resgld` declare a `--config` of their own, which repeats the
+//! run a `config.toml` recorded; `demo` and `vr-resgld` a `--seed` with its default shown.
 
 use std::path::{Path, PathBuf};
 
@@ -16,13 +18,13 @@ use sgmcmc_engine::experiment::{Launch, NetExperiment, run_distributed};
 use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;
-use crate::output::Force;
+use crate::output::{Force, fresh_run_dir};
 
 /// Where a run writes and what it prints.
 #[derive(Debug, clap::Args)]
 pub struct OutputFlags {
-    /// Run directory [default: a folder under `runs/` named after the command (and, for most,
-    /// the run's settings); the last line printed names it].
+    /// Run directory [default: a folder under `runs/` named after the command or preset and
+    /// the run's settings; the last line printed names it].
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Replacing an earlier run in `--out`.
@@ -39,6 +41,12 @@ impl OutputFlags {
         self.out.clone().unwrap_or_else(default)
     }
 
+    /// The fresh run folder `dir` for a command that writes the files `own` there
+    /// ([`fresh_run_dir`]; `--force` replaces an earlier run's).
+    pub fn fresh(&self, dir: &Path, own: &[&str]) -> Result<PathBuf, AppError> {
+        fresh_run_dir(dir, self.force.force, own)
+    }
+
     /// Whether to draw progress bars (no `--quiet`).
     pub fn progress(&self) -> bool {
         !self.quiet
@@ -50,7 +58,7 @@ impl OutputFlags {
 pub struct DeviceFlag {
     /// Tensor device: flex, ndarray, wgpu or cuda; wgpu:N or cuda:N picks GPU N (without N,
     /// under mpirun, the local rank's); `host` is the f64 path of the toy targets (`toy`,
-    /// `demo`) [default: the run's settings', else host for toy targets and flex elsewhere].
+    /// `demo`) [default: flex; `demo`: host; `toy`: the preset's or config file's, else host].
     #[arg(long, value_name = "DEVICE")]
     pub device: Option<DeviceChoice>,
 }
@@ -65,14 +73,21 @@ impl DeviceFlag {
     pub fn tensor(&self) -> DeviceChoice {
         self.or(DeviceChoice::Flex)
     }
+
+    /// [`DeviceFlag::tensor`], refused (naming `command`) unless it is a tensor device this
+    /// binary and machine have: checked before a run touches its folder.
+    pub fn checked(&self, command: &str) -> Result<DeviceChoice, AppError> {
+        let choice = self.tensor();
+        choice.tensor_device(command)?;
+        Ok(choice)
+    }
 }
 
 /// Where a run reads its data.
 #[derive(Debug, clap::Args)]
 pub struct DataDir {
-    /// Data directory holding the data set's folder (`uci/`, `digits/`, `mushroom/`, `mnist/`,
-    /// `cifar10/`, ...) [default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`]; `sgmcmc data
-    /// fetch NAME --to DIR` writes one.
+    /// Data directory holding the data sets' folders (`uci/`, `digits/`, `mushroom/`,
+    /// `mnist/`, `cifar10/`, ...) [default: `$SGMCMC_DATA_DIR`, else `../shared/datasets`].
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
 }
@@ -107,11 +122,11 @@ impl SettingsFlags {
     }
 }
 
-/// Continuing a checkpointed run, and spreading a run over the ranks of an MPI job.
+/// Continuing a run, and spreading a run over the ranks of an MPI job.
 #[derive(Debug, clap::Args)]
-pub struct ContinueFlags {
-    /// Continue the checkpointed run in this directory with the settings it records (with
-    /// `--distributed`, on as many ranks as wrote it).
+pub struct JobFlags {
+    /// Continue the run in this directory with the settings it records, from its checkpoints
+    /// where it wrote them (with `--distributed`, on as many ranks as wrote them).
     #[arg(long)]
     pub resume: Option<PathBuf>,
     /// Spread the chains over the ranks of `mpirun -np R` (build feature `mpi`); rank 0 writes
@@ -137,7 +152,7 @@ pub struct RunFlags {
     pub device: DeviceFlag,
     /// `--resume` and `--distributed`.
     #[command(flatten)]
-    pub ranks: ContinueFlags,
+    pub job: JobFlags,
     /// Save the averaged networks and their log weights in `OUT/samples` for `sgmcmc predict`.
     #[arg(long)]
     pub save_samples: bool,
@@ -145,7 +160,7 @@ pub struct RunFlags {
 
 impl RunFlags {
     /// The flags of a fresh run that are not its settings.
-    pub fn launch(&self) -> Launch {
+    fn launch(&self) -> Launch {
         Launch {
             device: self.device.tensor(),
             force: self.output.force.force,
@@ -160,9 +175,9 @@ impl RunFlags {
         &self,
         stop: E::Stop,
     ) -> Option<Result<(), AppError>> {
-        let dir = self.ranks.resume.as_ref()?;
+        let dir = self.job.resume.as_ref()?;
         Some(sgmcmc_engine::experiment::resume::<E>(
-            self.ranks.distributed,
+            self.job.distributed,
             dir,
             stop,
             self.output.quiet,
@@ -185,51 +200,70 @@ impl RunFlags {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeMap;
 
     use clap::CommandFactory;
 
     use crate::cli::Cli;
 
-    /// The help of the flag `id` in each `sgmcmc` command that takes it.
-    fn helps(id: &str) -> BTreeMap<String, String> {
+    /// What `--help` says of the flag `id` in each `sgmcmc` command that takes it: its help,
+    /// long help, value names and defaults.
+    fn reading(id: &str) -> BTreeMap<String, String> {
         Cli::command()
             .get_subcommands()
             .filter_map(|c| {
-                let arg = c.get_arguments().find(|a| a.get_id() == id)?;
-                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-                Some((c.get_name().to_string(), help))
+                let a = c.get_arguments().find(|a| a.get_id() == id)?;
+                let text = format!(
+                    "{:?} {:?} {:?} {:?}",
+                    a.get_help().map(ToString::to_string),
+                    a.get_long_help().map(ToString::to_string),
+                    a.get_value_names(),
+                    a.get_default_values()
+                );
+                Some((c.get_name().to_string(), text))
             })
             .collect()
     }
 
     #[test]
-    fn a_shared_flag_is_declared_once_and_reads_the_same_in_every_command() {
-        let runs = ["toy", "uci", "mnist", "images", "digits", "bandit", "demo"];
-        let data = ["uci", "mnist", "images", "digits", "bandit"];
-        let settings = ["toy", "mnist", "images", "digits"];
-        let ranks = ["toy", "uci", "mnist", "images"];
-        let devices = [&runs[..], &["predict"]].concat();
-        let forces = [&runs[..], &["vr-resgld"]].concat();
-        let shared: [(&str, &[&str]); 9] = [
-            ("out", &runs),
-            ("force", &forces),
-            ("quiet", &runs),
-            ("device", &devices),
-            ("data_dir", &data),
-            ("config", &settings),
-            ("seed", &settings),
-            ("resume", &ranks),
-            ("distributed", &ranks),
+    fn a_shared_flag_reads_the_same_in_every_command_but_the_named_ones() {
+        let runs = ["demo", "toy", "uci", "mnist", "images", "digits", "bandit"];
+        // (flag, the commands that must take it, the commands that declare their own)
+        let shared: [(&str, &[&str], &[&str]); 9] = [
+            ("out", &runs, &["vr-resgld", "predict"]),
+            ("force", &[&runs[..], &["vr-resgld"]].concat(), &[]),
+            ("quiet", &runs, &[]),
+            ("device", &[&runs[..], &["predict"]].concat(), &[]),
+            (
+                "data_dir",
+                &["uci", "mnist", "images", "digits", "bandit"],
+                &[],
+            ),
+            (
+                "config",
+                &["toy", "mnist", "images", "digits"],
+                &["uci", "bandit", "vr-resgld"],
+            ),
+            (
+                "seed",
+                &["toy", "mnist", "images", "digits"],
+                &["demo", "vr-resgld"],
+            ),
+            ("resume", &["toy", "uci", "mnist", "images"], &[]),
+            ("distributed", &["toy", "uci", "mnist", "images"], &[]),
         ];
-        for (id, commands) in shared {
-            let helps = helps(id);
-            for c in commands {
-                assert!(helps.contains_key(*c), "`sgmcmc {c}` has no --{id}");
+        for (id, takes, own) in shared {
+            let reading = reading(id);
+            for c in takes {
+                assert!(reading.contains_key(*c), "`sgmcmc {c}` has no --{id}");
             }
-            let texts: BTreeSet<&String> = commands.iter().map(|c| &helps[*c]).collect();
-            assert_eq!(texts.len(), 1, "--{id} reads differently: {helps:#?}");
-            assert!(!texts.first().unwrap().is_empty(), "--{id} has no help");
+            let first = &reading[takes[0]];
+            assert!(!first.starts_with("None"), "--{id} has no help");
+            for (c, text) in &reading {
+                if !own.contains(&c.as_str()) {
+                    assert_eq!(text, first, "--{id} of `sgmcmc {c}` reads differently");
+                }
+            }
         }
     }
 }

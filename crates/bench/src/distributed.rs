@@ -118,7 +118,7 @@ fn push_times(out: &mut Vec<Figure>, name: &str, (wall, cpu): (f64, f64), unit: 
 fn independent_chains(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<(), AppError> {
     const P: usize = 4;
     let steps: u64 = if a.seconds >= 2.0 { 6 } else { 3 };
-    let device = a.device().tensor_device("bench")?;
+    let device = a.on().tensor_device("bench")?;
     let ad = device.autodiff();
     let (cnn, post, batch) = cnn_workload(&ad);
     let placement = ranks.placement(P)?;
@@ -178,7 +178,7 @@ fn resnet_chains(
     ),
     AppError,
 > {
-    let device = a.device().tensor_device("bench")?;
+    let device = a.on().tensor_device("bench")?;
     let ad = device.autodiff();
     let x = Tensor::<4>::random([n, 3, 32, 32], Distribution::Normal(0.0, 1.0), &ad);
     let labels: Vec<i64> = (0..n as i64).map(|i| i % 10).collect();
@@ -330,7 +330,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             sampler: "deo-sgd,sgld".into(),
             target: "normal,cnn,resnet20".into(),
             seed: 1,
-            device: a.device().to_string(),
+            device: a.on().to_string(),
             wall_seconds: start.elapsed().as_secs_f64(),
             steps_per_second: 0.0,
         },

@@ -91,7 +91,7 @@ fn held_bytes(device: &Device) -> Option<f64> {
 /// Four steps of each of `steps` on a GPU device (none on the CPU backends): the first steps
 /// there compile kernels, and autotune picks among them by timing.
 pub fn warm_up(a: &BenchArgs, steps: &mut [&mut Step<'_>]) -> Result<(), AppError> {
-    if a.device().is_gpu() {
+    if a.on().is_gpu() {
         for _ in 0..4 {
             for step in steps.iter_mut() {
                 step()?;
@@ -159,7 +159,7 @@ pub fn seeded_energies(device: &Device, batch: usize) -> Result<Vec<f64>, AppErr
 /// Runs the group on `device` (an autodiff device).
 pub fn measure(a: &BenchArgs, device: &Device) -> Result<GpuFigures, AppError> {
     let mut out = GpuFigures::default();
-    let on = &a.device();
+    let on = a.on();
     let first = a.first_batch()?;
     for &b in &a.batches {
         let images = host_images(b, device);

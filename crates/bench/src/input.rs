@@ -78,7 +78,7 @@ pub fn measure(a: &BenchArgs, device: &Device) -> Result<(Vec<Figure>, Vec<Figur
         },
     };
     let label = format!("input/resnet20_3x32x32_b{b}");
-    let on = &a.device();
+    let on = a.on();
     let mut alone = augmented_batches(&config, &data, device)?;
     let mut k = 0u64;
     let batches = rate(a.seconds, || {

@@ -28,16 +28,16 @@ use std::time::Instant;
 
 use clap::Args;
 use serde::Serialize;
+use sgmcmc_apps::AppError;
+use sgmcmc_apps::output::{self, RunHeader};
+use sgmcmc_apps::run_flags::DeviceFlag;
+use sgmcmc_engine::DeviceChoice;
 use sgmcmc_models::mlp::MlpPosterior;
 
 use crate::nets::{chain_scaling, mlp_rates, net_rates, toy_rates, vr_overhead};
 use crate::resnet::{noise_rate, resnet_memory, resnet_rate, resnet_steps};
 pub use crate::timing::{Step, paired, rate};
 pub use crate::workloads::{cnn_workload, mlp_workload, resnet_sampler};
-use sgmcmc_apps::AppError;
-use sgmcmc_apps::output::{self, RunHeader};
-use sgmcmc_apps::run_flags::DeviceFlag;
-use sgmcmc_engine::DeviceChoice;
 
 pub mod digits;
 pub mod distributed;
@@ -100,7 +100,7 @@ pub struct BenchArgs {
 
 impl BenchArgs {
     /// The device of the tensor measurements (`--device`, else flex).
-    pub fn device(&self) -> DeviceChoice {
+    pub fn on(&self) -> DeviceChoice {
         self.device.tensor()
     }
 }
@@ -210,7 +210,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         return crate::distributed::run(a);
     }
     let start = Instant::now();
-    let device = a.device().tensor_device("bench")?;
+    let device = a.on().tensor_device("bench")?;
     output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])?;
     let ad = device.clone().autodiff();
     let (mut figures, mut ratios, mut memory) = (Vec::new(), Vec::new(), Vec::new());
@@ -271,7 +271,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         resnet_steps(a, &ad, &mut figures)?;
     }
     if a.only.contains(&Group::Noise) {
-        let batch = if a.device().is_gpu() { 16 } else { 128 };
+        let batch = if a.on().is_gpu() { 16 } else { 128 };
         noise_rate(a, &ad, batch, &mut figures, &mut ratios)?;
     }
     if a.runs(Group::Resnet) {
@@ -309,7 +309,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
             sampler: "sgd,sgld,sghmc,csgld,resgld".into(),
             target: "twenty-five-mode,mlp13-50-1,cnn".into(),
             seed: 1,
-            device: a.device().to_string(),
+            device: a.on().to_string(),
             wall_seconds: wall,
             steps_per_second: figures.first().map_or(0.0, |f| f.per_second),
         },

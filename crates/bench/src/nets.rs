@@ -43,7 +43,7 @@ pub(crate) fn toy_rates(
         let mut dev = Sgmcmc::new(cfg.clone(), ModuleEnsemble::new(t, vec![p], 1)?)?;
         let r = rate(a.seconds, || dev.step(&()).map(|_| ()).map_err(Into::into))?;
         out.push(Figure {
-            name: format!("toy/{}/{chains} chain-steps", a.device()),
+            name: format!("toy/{}/{chains} chain-steps", a.on()),
             per_second: r * chains as f64,
         });
     }

@@ -37,7 +37,7 @@ pub(crate) fn resnet_steps(
             sghmc.step(&images).map(|_| ()).map_err(Into::into)
         })?;
         figures.push(Figure {
-            name: format!("{label}/sghmc steps on {}", a.device()),
+            name: format!("{label}/sghmc steps on {}", a.on()),
             per_second,
         });
     }

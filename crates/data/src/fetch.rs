@@ -240,9 +240,10 @@ pub fn verify_uci(root: &Path, known: &[Known]) -> Result<Vec<PathBuf>, DataErro
         .collect()
 }
 
-/// Verifies every known dataset folder present in `root`: the UCI sets as `root/NAME` (the
-/// layout `fetch_uci` writes) or `root/uci/NAME`, `root/mnist`, `root/fashion-mnist` and
-/// `root/digits`, and the colour sets `root/cifar10`, `root/cifar100`, `root/svhn`.
+/// Verifies every known dataset folder present in `root`: the UCI sets as `root/uci/NAME` (the
+/// layout `sgmcmc data fetch uci` writes and `sgmcmc uci` reads) or `root/NAME` (`fetch_uci`'s
+/// root itself), `root/mnist`, `root/fashion-mnist` and `root/digits`, and the colour sets
+/// `root/cifar10`, `root/cifar100`, `root/svhn`.
 /// Returns the folders checked; fails on the first bad one, or with [`DataError::NoDatasets`]
 /// when none is there.
 pub fn verify_dir(root: &Path) -> Result<Vec<PathBuf>, DataError> {

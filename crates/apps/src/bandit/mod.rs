@@ -88,7 +88,7 @@ pub fn run(a: &BanditArgs) -> Result<(), AppError> {
     let data = Mushrooms::load(&file).map_err(|e| AppError::Input(e.to_string()))?;
     sgmcmc_engine::limits::check_threads(a.threads)?;
     let out = a.output.dir_or(|| PathBuf::from("runs/bandit"));
-    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
+    a.output.fresh(&out, FILES)?;
     output::write_toml(&out.join("config.toml"), &config)?;
     let clock = Instant::now();
     let mut curves = Vec::new();

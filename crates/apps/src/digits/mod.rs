@@ -92,7 +92,7 @@ pub fn run(a: &DigitsArgs) -> Result<(), AppError> {
     let config = config_of(a)?;
     sgmcmc_engine::limits::check_threads(a.threads)?;
     let out = a.output.dir_or(|| PathBuf::from("runs/digits"));
-    crate::output::fresh_run_dir(&out, a.output.force.force, FILES)?;
+    a.output.fresh(&out, FILES)?;
     let s = sgmcmc_engine::jobs::with_threads(a.threads, || {
         run_digits(&config, &dir, &device, &out, choice, a.output.progress())
     })??;

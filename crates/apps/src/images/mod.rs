@@ -32,7 +32,6 @@ use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::ConfigFile;
 
 use crate::error::AppError;
-use crate::output::fresh_run_dir;
 use crate::run_flags::RunFlags;
 use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
@@ -229,11 +228,12 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     if let Some(done) = a.run.resume::<Images>(stop) {
         return done;
     }
-    if a.run.ranks.distributed {
+    if a.run.job.distributed {
         return a.run.over_ranks::<Images>(FILES, || resolved(a), stop);
     }
     let (config, dir) = resolved(a)?;
-    let dir = fresh_run_dir(&dir, a.run.output.force.force, &with_parts(FILES))?;
+    a.run.device.checked("images")?;
+    let dir = a.run.output.fresh(&dir, &with_parts(FILES))?;
     let data = ImagesData::load(&a.run.data.root(), &config)?;
     sgmcmc_engine::experiment::execute::<Images>(
         &config,

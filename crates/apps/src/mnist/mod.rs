@@ -37,7 +37,6 @@ use sgmcmc_engine::settings::ConfigFile;
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::error::AppError;
-use crate::output::fresh_run_dir;
 use crate::run_flags::RunFlags;
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
@@ -235,7 +234,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         println!("presets: paper (thesis protocol), cpu (scaled; see `config.toml` of a run)");
         return Ok(());
     }
-    if a.run.ranks.distributed && (!a.compare.is_empty() || a.trajectory) {
+    if a.run.job.distributed && (!a.compare.is_empty() || a.trajectory) {
         return Err(AppError::Usage(
             "--distributed spreads one run's chains over ranks; --compare and --trajectory run \
              in one process"
@@ -244,7 +243,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     }
     if !a.compare.is_empty() {
         let out = a.run.output.dir_or(|| PathBuf::from("runs/mnist-compare"));
-        let out = fresh_run_dir(&out, a.run.output.force.force, compare::FILES)?;
+        let out = a.run.output.fresh(&out, compare::FILES)?;
         return compare::compare(&a.compare, &out);
     }
     if a.trajectory {
@@ -261,7 +260,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         if let Some(n) = a.train_per_class {
             s.per_class = n.max(1);
         }
-        let out = fresh_run_dir(&out, a.run.output.force.force, trajectory::FILES)?;
+        let out = a.run.output.fresh(&out, trajectory::FILES)?;
         return trajectory::trajectory(&a.run.data.root(), preset, &s, &out, &device);
     }
     if a.stop_after == Some(0) {
@@ -276,7 +275,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     if let Some(done) = a.run.resume::<Mnist>(stop) {
         return done;
     }
-    if a.run.ranks.distributed {
+    if a.run.job.distributed {
         return a.run.over_ranks::<Mnist>(FILES, || one_run(a), stop);
     }
     let file = a.run.settings.file()?;
@@ -291,6 +290,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
         .map(|s| config_of(a, file.as_ref(), s))
         .collect::<Result<Vec<_>, _>>()?;
     let preset = preset_of(a, file.as_ref());
+    a.run.device.checked("mnist")?;
     // Every folder is checked before the first run starts: the comparison's (holding the runs'
     // folders under `--out`) first, then each run's.
     let joint = (samplers.len() > 1).then(|| {
@@ -300,13 +300,13 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
     });
     if let Some(out) = &joint {
         let own: Vec<&str> = compare::FILES.iter().chain(STORY).copied().collect();
-        fresh_run_dir(out, a.run.output.force.force, &own)?;
+        a.run.output.fresh(out, &own)?;
     }
     let dirs = samplers
         .iter()
         .map(|s| {
             let dir = run_dir(a, preset, s, samplers.len());
-            fresh_run_dir(&dir, a.run.output.force.force, &with_parts(FILES))
+            a.run.output.fresh(&dir, &with_parts(FILES))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let mut data: Option<MnistData> = None;

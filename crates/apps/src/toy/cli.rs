@@ -8,7 +8,7 @@ use sgmcmc_engine::flags_over;
 use sgmcmc_engine::settings::{apply_sets, check_flags_vs_sets, check_sets_read, with_config};
 
 use crate::error::AppError;
-use crate::run_flags::{ContinueFlags, DeviceFlag, OutputFlags, SettingsFlags};
+use crate::run_flags::{DeviceFlag, JobFlags, OutputFlags, SettingsFlags};
 use crate::toy::{self, ToyConfig};
 
 /// Options of `sgmcmc toy`.
@@ -67,7 +67,7 @@ pub struct ToyArgs {
     /// `--resume` and `--distributed` (`mpirun -np 4 sgmcmc toy --preset deo-sgd-25-mode
     /// --distributed`).
     #[command(flatten)]
-    pub ranks: ContinueFlags,
+    pub job: JobFlags,
 }
 
 /// Resolves defaults < preset < config file < flags.
@@ -134,7 +134,7 @@ pub fn run(a: &ToyArgs) -> Result<(), AppError> {
     {
         return toy::hit_table::run_cli(p, a);
     }
-    if let Some(dir) = &a.ranks.resume {
+    if let Some(dir) = &a.job.resume {
         return toy::resume::run_cli(a, dir);
     }
     let cfg = toy_config(a)?;

@@ -239,7 +239,7 @@ pub fn run_cli(preset: &str, a: &super::cli::ToyArgs) -> Result<(), AppError> {
     let out = a
         .output
         .dir_or(|| std::path::PathBuf::from(format!("runs/{preset}-s{seed}")));
-    crate::output::fresh_run_dir(&out, a.output.force.force, &["hits.csv", "table.json"])?;
+    a.output.fresh(&out, &["hits.csv", "table.json"])?;
     let n_fn = if only.is_empty() {
         BENCHMARKS.len()
     } else {

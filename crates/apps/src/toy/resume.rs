@@ -11,7 +11,6 @@ use sgmcmc_engine::experiment::{Console, leader_only, resume_command, run_job};
 use super::cli::{ToyArgs, report_toy};
 use super::{ToyConfig, ToyOutcome};
 use crate::error::AppError;
-use crate::output::fresh_run_dir;
 use crate::progress::Terminal;
 
 /// The checkpoints the flags ask for (`None` without `--checkpoint-every` or `--stop-after`).
@@ -51,8 +50,8 @@ pub fn run_fresh(
     persist: Option<Persist>,
 ) -> Result<(), AppError> {
     run_job(
-        a.ranks.distributed,
-        leader_only(|| fresh_run_dir(out, a.output.force.force, super::report::FILES).map(drop)),
+        a.job.distributed,
+        leader_only(|| a.output.fresh(out, super::report::FILES).map(drop)),
         |(), ranks| {
             super::with_progress(cfg, a.output.progress(), |p| {
                 run_toy_on(cfg, p, ranks, persist)
@@ -65,7 +64,7 @@ pub fn run_fresh(
 /// `sgmcmc toy --resume DIR [--distributed] [--stop-after N]`.
 pub fn run_cli(a: &ToyArgs, dir: &Path) -> Result<(), AppError> {
     run_job(
-        a.ranks.distributed,
+        a.job.distributed,
         leader_only(|| Ok(())),
         |(), ranks| {
             let (cfg, persist) =

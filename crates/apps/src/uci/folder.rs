@@ -63,7 +63,7 @@ fn started(config: UciConfig, data: UciDataset, out: PathBuf) -> Result<Prepared
 /// The run `a` asks for: a new one (its folder prepared), the one a `config.toml` describes
 /// (`--config`), or the one in a folder to continue (`--resume`).
 pub(super) fn prepare(a: &UciArgs) -> Result<Prepared, AppError> {
-    if let Some(dir) = &a.ranks.resume {
+    if let Some(dir) = &a.job.resume {
         return resume(dir);
     }
     if let Some(path) = &a.config {
@@ -81,13 +81,13 @@ pub(super) fn prepare(a: &UciArgs) -> Result<Prepared, AppError> {
         dataset: a.dataset.clone(),
         data_dir: a.data.given().map(Path::to_path_buf),
         seeds: a.seeds,
-        device: a.device.tensor(),
+        device: a.device.checked("uci")?,
         run: run_of(a, &a.dataset, &a.sampler)?,
         checkpoint_every: a.checkpoint_every,
         save_samples: a.save_samples,
         data: None,
     };
-    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
+    a.output.fresh(&out, FILES)?;
     let dir = dataset_dir(config.data_dir.as_deref(), &config.dataset);
     let data = load(&dir)?;
     config.data = Some(DataRecord::new(&dir, digest(&data))?);
@@ -228,7 +228,8 @@ fn repeat(a: &UciArgs, path: &Path) -> Result<Prepared, AppError> {
         recorded.check_repeat(&record, path)?;
     }
     config.data = Some(record);
-    output::fresh_run_dir(&out, a.output.force.force, FILES)?;
+    config.device.tensor_device("uci")?;
+    a.output.fresh(&out, FILES)?;
     started(config, data, out)
 }
 

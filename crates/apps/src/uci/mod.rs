@@ -36,7 +36,7 @@ pub use self::report::Cell;
 use self::report::report_seeds;
 use self::table::table;
 use crate::error::AppError;
-use crate::run_flags::{ContinueFlags, DataDir, DeviceFlag, OutputFlags};
+use crate::run_flags::{DataDir, DeviceFlag, JobFlags, OutputFlags};
 
 /// The paper's `(tau, zeta)` per dataset (CSGLD paper sec. 4.2).
 pub fn paper_settings(dataset: &str) -> (f64, f64) {
@@ -116,7 +116,8 @@ pub struct UciArgs {
     #[arg(long, default_value_t = 0)]
     pub checkpoint_every: u64,
     /// Repeat the run a `config.toml` describes, from scratch (`--out`, `--force`, `--quiet`,
-    /// `--jobs` and `--data-dir` may stand beside it; other settings are the file's).
+    /// `--jobs`, `--data-dir` and `--distributed` may stand beside it; other settings are the
+    /// file's).
     #[arg(long, conflicts_with = "resume")]
     pub config: Option<PathBuf>,
     /// `--data-dir` (holding `uci/`).
@@ -143,7 +144,7 @@ pub struct UciArgs {
     /// (each run's chains over the ranks: `mpirun -np 2 sgmcmc uci --sampler icsgld --chains 4
     /// --distributed`).
     #[command(flatten)]
-    pub ranks: ContinueFlags,
+    pub job: JobFlags,
     /// `--device`.
     #[command(flatten)]
     pub device: DeviceFlag,
@@ -325,13 +326,13 @@ fn split_of(run: &RegressionRun, data: &UciDataset) -> usize {
 
 /// `sgmcmc uci`.
 pub fn run(a: &UciArgs) -> Result<(), AppError> {
-    if a.table && a.ranks.resume.is_none() && a.config.is_none() {
+    if a.table && a.job.resume.is_none() && a.config.is_none() {
         return table(a);
     }
     // Over ranks, rank 0 resolves the run (a new folder, `--config` or `--resume`) and sends
     // its settings to the others, which read the data it recorded and check its digest; the
     // seeds then run one after another, each over every rank.
-    let distributed = a.ranks.distributed;
+    let distributed = a.job.distributed;
     let workers = if distributed { 1 } else { a.jobs };
     run_job(
         distributed,

@@ -11,7 +11,6 @@ use super::protocol::uci_mlp;
 use super::report::{cell, report};
 use super::{TABLE_FILES, UciArgs, check_counts, dataset_dir, run_of, split_of, timed_series};
 use crate::error::AppError;
-use crate::output;
 
 /// `sgmcmc uci --table`: 4 datasets x 6 samplers.
 pub(super) fn table(a: &UciArgs) -> Result<(), AppError> {
@@ -28,7 +27,8 @@ pub(super) fn table(a: &UciArgs) -> Result<(), AppError> {
     let settings: Vec<&SamplerSettings> = runs.iter().map(|(_, r)| &r.sampler).collect();
     sgmcmc_engine::settings::check_sets_read(&settings, &a.set)?;
     let out = a.output.dir_or(|| PathBuf::from("runs/uci-table"));
-    output::fresh_run_dir(&out, a.output.force.force, TABLE_FILES)?;
+    let device = a.device.checked("uci")?;
+    a.output.fresh(&out, TABLE_FILES)?;
     let datasets: Vec<(String, UciDataset)> = names
         .iter()
         .map(|n| {
@@ -56,12 +56,9 @@ pub(super) fn table(a: &UciArgs) -> Result<(), AppError> {
         }
     }
     // The table runs in one process.
-    let (results, start) = timed_series(
-        series.len(),
-        a.output.progress(),
-        a.device.tensor(),
-        |d, tick| run_regressions(&series, a.jobs, d, uci_mlp, tick),
-    )?;
+    let (results, start) = timed_series(series.len(), a.output.progress(), device, |d, tick| {
+        run_regressions(&series, a.jobs, d, uci_mlp, tick)
+    })?;
     let cells: Vec<_> = runs
         .iter()
         .zip(results.chunks(a.seeds as usize))

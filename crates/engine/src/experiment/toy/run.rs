@@ -118,9 +118,11 @@ fn prepare(cfg: &ToyConfig) -> Result<(ToyTarget, Vec<Vec<f64>>, SamplerSpec), R
     Ok((target, starts, spec))
 }
 
-/// Checks everything a run of `cfg` checks before its first step (the settings, the target,
-/// the sampler), so that a command refuses a bad configuration before it touches `--out`.
+/// Checks everything a run of `cfg` checks before its first step (the device, the settings,
+/// the target, the sampler), so that a command refuses a bad configuration before it touches
+/// `--out`.
 pub fn check(cfg: &ToyConfig) -> Result<(), RunError> {
+    cfg.device.device()?;
     prepare(cfg).map(drop)
 }
 
