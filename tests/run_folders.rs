@@ -16,6 +16,22 @@ fn occupied(dir: &Path) -> String {
     dir.to_str().unwrap().to_string()
 }
 
+/// The commands that read data, each pointed at a data folder that does not exist and writing
+/// into `o`: each makes its folder before it reads.
+fn without_data(o: &str) -> Vec<Vec<&str>> {
+    let tail = ["--data-dir", "/nonexistent", "--out", o];
+    let commands: [&[&str]; 7] = [
+        &["uci"],
+        &["uci", "--table"],
+        &["mnist"],
+        &["mnist", "--sampler", "all"],
+        &["mnist", "--trajectory"],
+        &["images", "--dataset", "mnist"],
+        &["digits"],
+    ];
+    commands.iter().map(|c| [*c, &tail[..]].concat()).collect()
+}
+
 #[test]
 fn every_run_command_refuses_a_folder_that_is_not_empty() {
     let root = tmp("occupied");
@@ -23,36 +39,16 @@ fn every_run_command_refuses_a_folder_that_is_not_empty() {
     let o = o.as_str();
     // Each would run for seconds to hours (or fail on missing data) if the folder were not
     // checked first.
-    let runs: &[&[&str]] = &[
-        &["toy", "--iters", "1000", "--out", o],
-        &["toy", "--preset", "awsgld-table-quick", "--out", o],
-        &["demo", "--iters", "1000", "--out", o],
-        &["bench", "--seconds", "0.01", "--no-cnn", "--out", o],
-        &["vr-resgld", "--quick", "--iters", "1000", "--out", o],
-        &["uci", "--data-dir", "/nonexistent", "--out", o],
-        &["uci", "--table", "--data-dir", "/nonexistent", "--out", o],
-        &["mnist", "--data-dir", "/nonexistent", "--out", o],
-        &[
-            "mnist",
-            "--sampler",
-            "all",
-            "--data-dir",
-            "/nonexistent",
-            "--out",
-            o,
-        ],
-        &[
-            "mnist",
-            "--trajectory",
-            "--data-dir",
-            "/nonexistent",
-            "--out",
-            o,
-        ],
-        &["mnist", "--compare", "/nonexistent", "--out", o],
-        &["digits", "--data-dir", "/nonexistent", "--out", o],
+    let mut runs: Vec<Vec<&str>> = vec![
+        vec!["toy", "--iters", "1000", "--out", o],
+        vec!["toy", "--preset", "awsgld-table-quick", "--out", o],
+        vec!["demo", "--iters", "1000", "--out", o],
+        vec!["bench", "--seconds", "0.01", "--no-cnn", "--out", o],
+        vec!["vr-resgld", "--quick", "--iters", "1000", "--out", o],
+        vec!["mnist", "--compare", "/nonexistent", "--out", o],
     ];
-    for args in runs {
+    runs.extend(without_data(o));
+    for args in &runs {
         fails_with(args, 2, &format!("output folder {o} is not empty"));
         fails_with(args, 2, "--force");
     }
@@ -230,5 +226,36 @@ fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_made() {
         fails_with(args, 2, needle);
         assert!(!out.exists(), "{args:?} made {o}");
     }
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_run_refused_for_its_data_leaves_no_folder_behind() {
+    let root = tmp("no-data");
+    // Its parents are made for it too, and taken back with it.
+    let out = root.join("new/run");
+    let o = out.to_str().unwrap();
+    let mut runs = without_data(o);
+    runs.push(vec!["bandit", "--data-dir", "/nonexistent", "--out", o]);
+    for args in &runs {
+        fails_with(args, 2, "missing file /nonexistent/");
+        assert!(!root.join("new").exists(), "{args:?} left {o}");
+        assert!(root.is_dir(), "{args:?} removed a folder it did not make");
+    }
+    // A folder that was there before stays, with what it held.
+    let kept = occupied(&out);
+    fails_with(
+        &[
+            "uci",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            &kept,
+            "--force",
+        ],
+        2,
+        "missing",
+    );
+    assert!(out.join("notes.txt").is_file());
     let _ = std::fs::remove_dir_all(root);
 }

@@ -63,9 +63,13 @@ where
     match outcome {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => {
+            output::unmake_empty_run_dirs();
             eprintln!("error: {}", e.to_string().replace('\n', " "));
             e.exit_code()
         }
-        Err(_) => 1,
+        Err(_) => {
+            output::unmake_empty_run_dirs();
+            1
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Run directories and atomic file writes (temp file + rename: nothing is left half-written).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 use sgmcmc_engine::experiment::Console;
@@ -42,11 +43,48 @@ pub fn lock_run_dir(dir: &Path) -> Result<(), AppError> {
     Ok(())
 }
 
+/// The run folders this process made (a [`fresh_run_dir`] that did not exist before), newest
+/// last, each with the highest of its parents that it made too: a command that fails before
+/// it writes into them takes them back ([`unmake_empty_run_dirs`]).
+static MADE: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
 /// The run folder of a fresh run ([`run_dir::fresh_run_dir`]): created, locked, and empty
 /// unless `force`, which deletes the entries named in `own` first.
 pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<PathBuf, AppError> {
+    let top = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .last()
+        .map(Path::to_path_buf);
     run_dir::fresh_run_dir(dir, force, own)?.warn(Terminal::warn);
+    if let Some(top) = top {
+        MADE.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((dir.to_path_buf(), top));
+    }
     Ok(dir.to_path_buf())
+}
+
+/// Removes the run folders this process made that hold nothing but their lock, newest first,
+/// and the parents made for them that are empty then: a command refused before it wrote a
+/// file (missing data, a bad setting found late) leaves no folder behind. Folders that were
+/// there before, or hold a file now, stay.
+pub fn unmake_empty_run_dirs() {
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
+    for (dir, top) in made.iter().rev() {
+        let only_lock = std::fs::read_dir(dir)
+            .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == LOCK_FILE)));
+        if !only_lock {
+            continue;
+        }
+        let _ = std::fs::remove_file(dir.join(LOCK_FILE));
+        // `remove_dir` takes empty folders alone: the walk stops at the first that is not.
+        for d in dir.ancestors() {
+            if std::fs::remove_dir(d).is_err() || d == top {
+                break;
+            }
+        }
+    }
 }
 
 /// Creates the run directory.

@@ -262,7 +262,7 @@ fn average<'a>(
 }
 
 /// Runs `config` on the digits in `dir` and writes the run's files into `out` (`config.toml`
-/// first).
+/// first, once the data are read).
 pub fn run_digits(
     config: &DigitsConfig,
     dir: &Path,
@@ -273,8 +273,6 @@ pub fn run_digits(
 ) -> Result<DigitsSummary, AppError> {
     config.validate()?;
     let spec = config.sampler()?;
-    output::run_dir(out)?;
-    output::write_toml(&out.join("config.toml"), config)?;
     let digits = Digits::load(dir).map_err(|e| {
         AppError::Input(format!(
             "{e} (fetch the digits with `sgmcmc data fetch digits --to DIR`)"
@@ -288,6 +286,10 @@ pub fn run_digits(
             train.len()
         )));
     }
+    // The settings are written once the data they name are read: a refused run leaves no
+    // `config.toml` to block the next one in the same folder.
+    output::run_dir(out)?;
+    output::write_toml(&out.join("config.toml"), config)?;
     let posterior = Posterior {
         likelihood: Likelihood::Categorical,
         scale: Scale {
