@@ -181,14 +181,17 @@ fn a_folder_in_use_by_another_run_is_refused() {
 }
 
 #[test]
-fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_made() {
-    let root = tmp("bad-device");
-    let out = root.join("run");
+fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_touched() {
+    // An empty folder that is there: a command that touched it first would leave its lock (a
+    // refused command takes back only the folders it made).
+    let out = tmp("bad-device");
+    std::fs::create_dir_all(&out).unwrap();
     let o = out.to_str().unwrap();
     // `host` is the toy targets' f64 path, not a tensor device; the test build has no `cuda`
     // (scripts/features.sh). The data never need reading: the device comes first.
     let refused: &[(&[&str], &str)] = &[
         (&["toy", "--device", "cuda", "--out", o], "`cuda`"),
+        (&["demo", "--device", "cuda", "--out", o], "`cuda`"),
         (
             &["uci", "--device", "host", "--out", o],
             "uci needs a tensor device",
@@ -224,9 +227,10 @@ fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_made() {
     ];
     for (args, needle) in refused {
         fails_with(args, 2, needle);
-        assert!(!out.exists(), "{args:?} made {o}");
+        let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} touched {o}: {left:?}");
     }
-    let _ = std::fs::remove_dir_all(root);
+    let _ = std::fs::remove_dir_all(out);
 }
 
 #[test]
@@ -242,6 +246,41 @@ fn a_run_refused_for_its_data_leaves_no_folder_behind() {
         assert!(!root.join("new").exists(), "{args:?} left {o}");
         assert!(root.is_dir(), "{args:?} removed a folder it did not make");
     }
+    // Only the folders the command made go: `keep` was there (empty), `made` was not.
+    let keep = root.join("keep");
+    std::fs::create_dir_all(&keep).unwrap();
+    let through = root.join("made/../keep/run");
+    fails_with(
+        &[
+            "uci",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            through.to_str().unwrap(),
+        ],
+        2,
+        "missing file",
+    );
+    assert!(keep.is_dir() && !root.join("made").exists() && !keep.join("run").exists());
+    // A run that wrote a file keeps its folder, though it failed (a divergence, exit 1).
+    let diverged = root.join("new/diverged");
+    let d = diverged.to_str().unwrap();
+    fails_with(
+        &[
+            "toy",
+            "--iters",
+            "2000",
+            "--lr",
+            "1",
+            "--checkpoint-every",
+            "100",
+            "--out",
+            d,
+        ],
+        1,
+        "diverged",
+    );
+    assert!(diverged.join("checkpoint.cbor").is_file());
     // A folder that was there before stays, with what it held.
     let kept = occupied(&out);
     fails_with(

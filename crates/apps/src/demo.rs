@@ -69,6 +69,7 @@ const PRESETS: [&str; 3] = [
 /// Runs the demo.
 pub fn run(a: &DemoArgs) -> Result<(), AppError> {
     let device = a.device.or(DeviceChoice::Host);
+    device.device()?;
     let configs = PRESETS
         .into_iter()
         .map(|name| {

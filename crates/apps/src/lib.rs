@@ -57,11 +57,15 @@ where
             msg.replace('\n', " ")
         );
     }));
+    output::keep_run_dirs();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         cli::dispatch(args, external)
     }));
     match outcome {
-        Ok(Ok(())) => 0,
+        Ok(Ok(())) => {
+            output::keep_run_dirs();
+            0
+        }
         Ok(Err(e)) => {
             output::unmake_empty_run_dirs();
             eprintln!("error: {}", e.to_string().replace('\n', " "));
