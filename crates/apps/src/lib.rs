@@ -22,6 +22,8 @@ pub mod vr;
 
 use std::ffi::OsString;
 
+use sgmcmc_engine::run_dir;
+
 pub use error::AppError;
 
 /// Runs the CLI on `args` (including the program name) and returns the process exit code.
@@ -57,22 +59,22 @@ where
             msg.replace('\n', " ")
         );
     }));
-    output::keep_run_dirs();
+    run_dir::keep_made_run_dirs();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         cli::dispatch(args, external)
     }));
     match outcome {
         Ok(Ok(())) => {
-            output::keep_run_dirs();
+            run_dir::keep_made_run_dirs();
             0
         }
         Ok(Err(e)) => {
-            output::unmake_empty_run_dirs();
+            run_dir::unmake_empty_run_dirs();
             eprintln!("error: {}", e.to_string().replace('\n', " "));
             e.exit_code()
         }
         Err(_) => {
-            output::unmake_empty_run_dirs();
+            run_dir::unmake_empty_run_dirs();
             1
         }
     }

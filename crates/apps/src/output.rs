@@ -1,7 +1,6 @@
 //! Run directories and atomic file writes (temp file + rename: nothing is left half-written).
 
-use std::path::{Component, Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sgmcmc_engine::experiment::Console;
@@ -43,63 +42,11 @@ pub fn lock_run_dir(dir: &Path) -> Result<(), AppError> {
     Ok(())
 }
 
-/// The run folders [`fresh_run_dir`] was asked for in this command, newest last, each with
-/// the folders it made for it (its missing parents outermost first, then the run folder): a
-/// command that fails before it writes into them takes them back ([`unmake_empty_run_dirs`]).
-/// One record per process: the `sgmcmc` binary runs one command.
-static MADE: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
-
 /// The run folder of a fresh run ([`run_dir::fresh_run_dir`]): created, locked, and empty
 /// unless `force`, which deletes the entries named in `own` first.
 pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<PathBuf, AppError> {
-    let made = make_dirs(dir);
-    MADE.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((dir.to_path_buf(), made));
     run_dir::fresh_run_dir(dir, force, own)?.warn(Terminal::warn);
     Ok(dir.to_path_buf())
-}
-
-/// Makes `dir` and its missing parents with one `mkdir` each and returns the folders this call
-/// made, outermost first: a folder that was there (or that another process made meanwhile) is
-/// not among them, whatever the path's `..` and links say. Errors are left to the
-/// [`run_dir::fresh_run_dir`] that follows, which says them.
-fn make_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut path = PathBuf::new();
-    let mut made = Vec::new();
-    for part in dir.components() {
-        path.push(part);
-        if matches!(part, Component::Normal(_)) && std::fs::create_dir(&path).is_ok() {
-            made.push(path.clone());
-        }
-    }
-    made
-}
-
-/// Forgets the run folders recorded so far: a command that ended well keeps them.
-pub fn keep_run_dirs() {
-    MADE.lock().unwrap_or_else(PoisonError::into_inner).clear();
-}
-
-/// Takes back, newest first, the run folders this command made that hold nothing but their
-/// lock, and the parents made for them that are empty then: a command refused before it wrote
-/// a file (missing data, a bad setting found late) leaves no folder behind. A folder that was
-/// there before, or that holds a file now, stays (`remove_dir` takes empty folders alone).
-pub fn unmake_empty_run_dirs() {
-    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
-    for (dir, folders) in made.iter().rev() {
-        let only_lock = std::fs::read_dir(dir)
-            .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == LOCK_FILE)));
-        if folders.last() != Some(dir) || !only_lock {
-            continue;
-        }
-        let _ = std::fs::remove_file(dir.join(LOCK_FILE));
-        for d in folders.iter().rev() {
-            if std::fs::remove_dir(d).is_err() {
-                break;
-            }
-        }
-    }
 }
 
 /// Creates the run directory.

@@ -8,7 +8,8 @@
 //! [`RunError::Input`] (not a folder, not writable).
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use crate::error::RunError;
 use crate::fs::{temp_path, write_atomic};
@@ -38,6 +39,11 @@ impl Lock {
 
 /// The run folders this process holds locked (until it exits).
 static LOCKS: std::sync::Mutex<Vec<(PathBuf, fs::File)>> = std::sync::Mutex::new(Vec::new());
+
+/// The run folders [`fresh_run_dir`] was asked for, newest last, each with the folders it made
+/// for it (its missing parents outermost first, then the run folder), for a command that fails
+/// before it writes into them to take back ([`unmake_empty_run_dirs`]).
+static MADE: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Takes the lock of the run folder `dir`: a second run into the folder, a `force` that would
 /// delete a live run's files or a resume of a running run is refused in one line instead of
@@ -114,6 +120,10 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             dir.display()
         )));
     }
+    let made = make_dirs(dir);
+    MADE.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((dir.to_path_buf(), made));
     create_run_dir(dir)?;
     let lock = lock_run_dir(dir)?;
     let entries = match fs::read_dir(dir) {
@@ -178,6 +188,57 @@ pub fn create_run_dir(path: &Path) -> Result<(), RunError> {
             path.display()
         ))
     })
+}
+
+/// Makes `dir` and its missing parents with one `mkdir` each and returns the folders this call
+/// made, outermost first: a folder that was there (or that another process made meanwhile) is
+/// not among them, whatever the path's `..` and links say. Errors are left to
+/// [`create_run_dir`], which says them.
+fn make_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut path = PathBuf::new();
+    let mut made = Vec::new();
+    for part in dir.components() {
+        path.push(part);
+        if matches!(part, Component::Normal(_)) && fs::create_dir(&path).is_ok() {
+            made.push(path.clone());
+        }
+    }
+    made
+}
+
+/// Forgets the run folders [`fresh_run_dir`] made so far: a command that ended well (or one
+/// about to begin) keeps them.
+pub fn keep_made_run_dirs() {
+    MADE.lock().unwrap_or_else(PoisonError::into_inner).clear();
+}
+
+/// Takes back, newest first, the run folders [`fresh_run_dir`] made since
+/// [`keep_made_run_dirs`] that hold nothing but their lock, and the parents made for them that
+/// are empty then: a command refused before it wrote a file (missing data, a setting found bad
+/// late) leaves no folder behind. A folder that was there before, or that holds a file now,
+/// stays (`remove_dir` takes empty folders alone). For a process that runs one command at a
+/// time, as the `sgmcmc` binary does.
+pub fn unmake_empty_run_dirs() {
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
+    for (dir, folders) in made.iter().rev() {
+        let only_lock = fs::read_dir(dir)
+            .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == LOCK_FILE)));
+        if folders.last() != Some(dir) || !only_lock {
+            continue;
+        }
+        // The lock is let go (its file closed) before its file and folder are removed.
+        let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        LOCKS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(p, _)| *p != key);
+        let _ = fs::remove_file(dir.join(LOCK_FILE));
+        for d in folders.iter().rev() {
+            if fs::remove_dir(d).is_err() {
+                break;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
