@@ -16,9 +16,9 @@ use common::cli::{dir_in, seeded_energies, tmp};
 use sgmcmc::apps::images::Images;
 use sgmcmc::apps::images::config::ImagesConfig;
 use sgmcmc::apps::images::data::ImagesData;
-use sgmcmc::apps::images::run::{Stop, read_checkpoint};
-use sgmcmc::engine::DeviceChoice;
-use sgmcmc::engine::experiment::execute;
+use sgmcmc::apps::images::run::read_checkpoint;
+use sgmcmc::engine::experiment::{RunData, execute};
+use sgmcmc::engine::{DeviceChoice, Length};
 
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -58,26 +58,20 @@ fn a_seeded_gpu_run_repeats_and_resumes_bit_for_bit() {
     let config = config();
     let data = ImagesData::load(&root, &config).unwrap();
     for d in gpus() {
-        let run = |name: &str, stop: Stop, resume| {
+        let run = |name: &str, stop: Option<Length>, resume| {
             let dir = dir_in(&root, &format!("{d}-{name}"));
             execute::<Images>(&config, &data, &dir, d, resume, stop, true)
                 .unwrap_or_else(|e| panic!("{d} {name}: {e}"))
         };
-        let first = run("first", Stop::default(), None);
-        let again = run("again", Stop::default(), None);
+        let first = run("first", None, None);
+        let again = run("again", None, None);
         let bits = |e: &Vec<Vec<f64>>| e.iter().flatten().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&first.energies), bits(&again.energies), "{d}: rerun");
         assert_eq!(first.evals, again.evals, "{d}: rerun evaluations");
-        let half = run(
-            "parts",
-            Stop {
-                after_steps: Some(3),
-            },
-            None,
-        );
+        let half = run("parts", Some(Length::Steps(3)), None);
         assert_eq!(half.steps_done, 3);
         let (_, c) = read_checkpoint(&root.join(format!("{d}-parts"))).unwrap();
-        let resumed = run("parts", Stop::default(), Some(c));
+        let resumed = run("parts", None, Some(c));
         assert_eq!(
             bits(&first.energies),
             bits(&resumed.energies),

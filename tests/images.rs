@@ -11,9 +11,9 @@ use common::cli::{dir_in, fails_with, predict_classes, sgmcmc, succeeds, tmp};
 use sgmcmc::apps::images::Images;
 use sgmcmc::apps::images::config::ImagesConfig;
 use sgmcmc::apps::images::data::ImagesData;
-use sgmcmc::apps::images::run::{Record, Stop, read_checkpoint};
-use sgmcmc::engine::DeviceChoice;
-use sgmcmc::engine::experiment::execute;
+use sgmcmc::apps::images::run::{Record, read_checkpoint};
+use sgmcmc::engine::experiment::{RunData, execute};
+use sgmcmc::engine::{DeviceChoice, Length};
 
 /// One run at a time: burn-flex reduces on the shared rayon pool, where a concurrent test can
 /// change the summation order (see `tests/mnist.rs`).
@@ -53,16 +53,7 @@ fn small(sampler: &str, epochs: f64) -> ImagesConfig {
 
 /// A whole quiet run of `config` on flex into `dir`.
 fn on_flex(config: &ImagesConfig, data: &ImagesData, dir: &Path) -> Record {
-    execute::<Images>(
-        config,
-        data,
-        dir,
-        DeviceChoice::Flex,
-        None,
-        Stop::default(),
-        true,
-    )
-    .unwrap()
+    execute::<Images>(config, data, dir, DeviceChoice::Flex, None, None, true).unwrap()
 }
 
 #[test]
@@ -168,9 +159,8 @@ fn every_sampler_family_runs_on_every_device() {
             }
             let data = ImagesData::load(&root, &config).unwrap();
             let dir = dir_in(&root, &format!("{choice}-{sampler}"));
-            let record =
-                execute::<Images>(&config, &data, &dir, choice, None, Stop::default(), true)
-                    .unwrap_or_else(|e| panic!("{choice} {sampler}: {e}"));
+            let record = execute::<Images>(&config, &data, &dir, choice, None, None, true)
+                .unwrap_or_else(|e| panic!("{choice} {sampler}: {e}"));
             let s: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
                     .unwrap();
@@ -212,16 +202,12 @@ fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
         let whole = dir_in(&root, &format!("{sampler}-whole"));
         let parts = dir_in(&root, &format!("{sampler}-parts"));
         let flex = DeviceChoice::Flex;
-        let a =
-            execute::<Images>(&config, &data, &whole, flex, None, Stop::default(), true).unwrap();
-        let stop = Stop {
-            after_steps: Some(7),
-        };
+        let a = execute::<Images>(&config, &data, &whole, flex, None, None, true).unwrap();
+        let stop = Some(Length::Steps(7));
         let half = execute::<Images>(&config, &data, &parts, flex, None, stop, true).unwrap();
         assert_eq!(half.steps_done, 7);
         let (_, c) = read_checkpoint(&parts).unwrap();
-        let b = execute::<Images>(&config, &data, &parts, flex, Some(c), Stop::default(), true)
-            .unwrap();
+        let b = execute::<Images>(&config, &data, &parts, flex, Some(c), None, true).unwrap();
         assert_eq!(a.energies, b.energies, "{sampler}: energies");
         assert_eq!(a.evals, b.evals, "{sampler}: evaluations");
         assert_eq!(a.averages, b.averages, "{sampler}: model averages");

@@ -11,10 +11,10 @@ use common::cli::{fails_with, predict_classes};
 use sgmcmc::apps::mnist::Mnist;
 use sgmcmc::apps::mnist::config::MnistConfig;
 use sgmcmc::apps::mnist::data::MnistData;
-use sgmcmc::apps::mnist::run::{Stop, read_checkpoint};
+use sgmcmc::apps::mnist::run::read_checkpoint;
 use sgmcmc::data::mnist::write_synthetic;
-use sgmcmc::engine::DeviceChoice;
-use sgmcmc::engine::experiment::execute;
+use sgmcmc::engine::experiment::{RunData, execute};
+use sgmcmc::engine::{DeviceChoice, Length};
 
 /// The tests of this binary run one at a time: burn-flex reduces on the shared rayon pool, and
 /// rayon splits work adaptively, so a concurrent test can change the summation order (seen once
@@ -73,8 +73,7 @@ fn the_cnn_sampler_learns_synthetic_digits_on_every_device() {
         assert_eq!(data.heldout.len(), 100);
         let dir = root.join(format!("run-{choice}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let record =
-            execute::<Mnist>(&config, &data, &dir, choice, None, Stop::default(), true).unwrap();
+        let record = execute::<Mnist>(&config, &data, &dir, choice, None, None, true).unwrap();
         let last = record.evals.last().unwrap();
         // Chance is 0.2; the blocks are separable, so a learning sampler is far above it.
         assert!(
@@ -172,16 +171,7 @@ fn a_one_epoch_run_reports_its_trained_chains_and_averages_no_initial_network() 
     let data = MnistData::load(&root, &config).unwrap();
     let dir = root.join("run");
     std::fs::create_dir_all(&dir).unwrap();
-    let r = execute::<Mnist>(
-        &config,
-        &data,
-        &dir,
-        DeviceChoice::Flex,
-        None,
-        Stop::default(),
-        true,
-    )
-    .unwrap();
+    let r = execute::<Mnist>(&config, &data, &dir, DeviceChoice::Flex, None, None, true).unwrap();
     let per_epoch = (data.train.len() / config.batch) as u64;
     let rows: Vec<(usize, u64)> = r.evals.iter().map(|e| (e.epoch, e.step)).collect();
     assert_eq!(rows, [(0, 0), (1, per_epoch)]);
@@ -219,16 +209,12 @@ fn a_resumed_run_equals_the_uninterrupted_run_bit_for_bit() {
         std::fs::create_dir_all(&whole).unwrap();
         std::fs::create_dir_all(&parts).unwrap();
         let flex = DeviceChoice::Flex;
-        let a =
-            execute::<Mnist>(&config, &data, &whole, flex, None, Stop::default(), true).unwrap();
-        let stop = Stop {
-            after_epochs: Some(2),
-        };
+        let a = execute::<Mnist>(&config, &data, &whole, flex, None, None, true).unwrap();
+        let stop = Some(Length::Epochs(2));
         let half = execute::<Mnist>(&config, &data, &parts, flex, None, stop, true).unwrap();
         assert_eq!(half.epochs_done, 2);
         let (_, c) = read_checkpoint(&parts).unwrap();
-        let b =
-            execute::<Mnist>(&config, &data, &parts, flex, Some(c), Stop::default(), true).unwrap();
+        let b = execute::<Mnist>(&config, &data, &parts, flex, Some(c), None, true).unwrap();
         assert_eq!(
             a.steps, b.steps,
             "{sampler}: energies, multipliers, weights"

@@ -13,9 +13,9 @@
 
 use std::path::{Path, PathBuf};
 
-use sgmcmc_engine::DeviceChoice;
 use sgmcmc_engine::experiment::{Launch, NetExperiment, run_distributed};
 use sgmcmc_engine::settings::ConfigFile;
+use sgmcmc_engine::{DeviceChoice, Length};
 
 use crate::error::AppError;
 use crate::output::{Force, fresh_run_dir};
@@ -173,7 +173,7 @@ impl RunFlags {
     /// without `--resume`.
     pub fn resume<E: NetExperiment<Error = AppError>>(
         &self,
-        stop: E::Stop,
+        stop: Option<Length>,
     ) -> Option<Result<(), AppError>> {
         let dir = self.job.resume.as_ref()?;
         Some(sgmcmc_engine::experiment::resume::<E>(
@@ -191,7 +191,7 @@ impl RunFlags {
         &self,
         files: &[&'static str],
         resolve: impl FnOnce() -> Result<(E::Config, PathBuf), AppError>,
-        stop: E::Stop,
+        stop: Option<Length>,
     ) -> Result<(), AppError> {
         let root = self.data.root();
         run_distributed::<E>(resolve, (&root, files), self.launch(), stop)

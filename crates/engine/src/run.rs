@@ -39,6 +39,25 @@ pub enum Length {
     Epochs(u64),
 }
 
+impl Length {
+    /// The steps of this length over a batch source of `per_epoch` batches an epoch (`None`:
+    /// one addressed by step alone, which has no epochs).
+    pub fn steps(self, per_epoch: Option<u64>) -> Result<u64, RunError> {
+        match self {
+            Self::Steps(n) => Ok(n),
+            Self::Epochs(e) => match per_epoch {
+                Some(0) => Err(RunError::Setting("an epoch has no batch".into())),
+                Some(p) => e.checked_mul(p).ok_or_else(|| {
+                    RunError::Setting(format!("{e} epochs of {p} batches overflow"))
+                }),
+                None => Err(RunError::Setting(
+                    "a length in epochs needs a batch source with epochs".into(),
+                )),
+            },
+        }
+    }
+}
+
 /// Which steps' pre-move points are samples.
 pub enum Keep<'a> {
     /// After a burn-in, every `thin`-th step (and never in the exploration phase of a cyclical
@@ -106,7 +125,7 @@ pub struct Run<'a, S: Sampler> {
     observers: Vec<&'a mut dyn Observer<S>>,
     checkpoints: Option<Checkpoints>,
     resume: Option<Checkpoint>,
-    stop_after: Option<u64>,
+    stop_after: Option<Length>,
     /// The stop condition ([`Run::stop_when`]).
     until: Option<StopCondition<'a>>,
     /// This rank's part of the last checkpoint of a distributed run (deleted after the next).
@@ -206,8 +225,14 @@ impl<'a, S: Sampler> Run<'a, S> {
 
     /// Stops once `steps` steps are done in all, writing a checkpoint there if checkpoints are
     /// on.
-    pub fn stop_after(mut self, steps: u64) -> Self {
-        self.stop_after = Some(steps);
+    pub fn stop_after(self, steps: u64) -> Self {
+        self.stop_at(Length::Steps(steps))
+    }
+
+    /// Stops once `length` is done in all (steps, or epochs of the batch source), writing a
+    /// checkpoint there if checkpoints are on; a stop at or past the run's end is none.
+    pub fn stop_at(mut self, length: Length) -> Self {
+        self.stop_after = Some(length);
         self
     }
 
@@ -264,6 +289,7 @@ impl<'a, S: Sampler> Run<'a, S> {
     {
         let per_epoch = batches.batches_per_epoch();
         let total = self.total(per_epoch)?;
+        let stop_after = self.stop_after.map(|l| l.steps(per_epoch)).transpose()?;
         if let Some(c) = self.resume.take() {
             self.restore(sampler, c, total)?;
         }
@@ -341,7 +367,7 @@ impl<'a, S: Sampler> Run<'a, S> {
             if self.until.as_mut().is_some_and(|met| met(&at, report)) {
                 return self.end(sampler, &at, done, start, clock, true);
             }
-            let stop = self.stop_after == Some(done) && done < total;
+            let stop = stop_after == Some(done) && done < total;
             let due = self
                 .checkpoints
                 .as_ref()
@@ -393,20 +419,7 @@ impl<'a, S: Sampler> Run<'a, S> {
     }
 
     fn total(&self, per_epoch: Option<u64>) -> Result<u64, RunError> {
-        let total = match self.length {
-            Length::Steps(n) => n,
-            Length::Epochs(e) => match per_epoch {
-                Some(0) => return Err(RunError::Setting("an epoch has no batch".into())),
-                Some(p) => e.checked_mul(p).ok_or_else(|| {
-                    RunError::Setting(format!("{e} epochs of {p} batches overflow"))
-                })?,
-                None => {
-                    return Err(RunError::Setting(
-                        "a run in epochs needs a batch source with epochs".into(),
-                    ));
-                }
-            },
-        };
+        let total = self.length.steps(per_epoch)?;
         if total == 0 {
             return Err(RunError::Setting("a run needs at least one step".into()));
         }

@@ -1,10 +1,10 @@
 //! The run loop's rules (lengths, keeping, guards) and the tuning helpers, on exact answers.
 
 use sgmcmc_engine::observers::{DivergenceGuard, OnSample, OnStep, ProgressReport};
-use sgmcmc_engine::{Kept, Progress, Repeat, Run, RunError, tuning};
+use sgmcmc_engine::{BatchSource, Kept, Length, Progress, Repeat, Run, RunError, tuning};
 use sgmcmc_samplers::ensemble::{HostEnsemble, HostPoints};
 use sgmcmc_samplers::registry::{AnySampler, BuildContext, SamplerSettings};
-use sgmcmc_samplers::sampler::StepReport;
+use sgmcmc_samplers::sampler::{Sampler, StepReport};
 use sgmcmc_testfunctions::{NoiseModel, ToyTarget, by_name};
 
 /// `U(x) = x^2 / 2 + ln(2 pi) / 2`, exact energies and gradients.
@@ -68,6 +68,49 @@ fn bad_lengths_and_thinnings_are_refused_before_any_step() {
         assert!(matches!(err, RunError::Setting(_)), "{err}");
         assert!(err.to_string().contains(what), "{err}");
     }
+}
+
+/// `per_epoch` unit batches an epoch.
+struct Epochs(u64);
+
+impl BatchSource for Epochs {
+    type Batch = ();
+
+    fn batches_per_epoch(&self) -> Option<u64> {
+        Some(self.0)
+    }
+
+    fn batch(&mut self, _: u64, _: u64) -> Result<(), RunError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_stop_in_epochs_stops_after_that_many_epochs_of_the_source() {
+    // Three batches an epoch, five epochs: a stop after two epochs is step 6; one at the end
+    // or past it stops nothing; one in steps is the same rule.
+    for (stop, steps, stopped) in [
+        (Length::Epochs(2), 6, true),
+        (Length::Epochs(5), 15, false),
+        (Length::Epochs(9), 15, false),
+        (Length::Steps(7), 7, true),
+    ] {
+        let mut s = normal("sgld", 0.1, 1, 15);
+        let r = Run::epochs(5)
+            .stop_at(stop)
+            .run(&mut s, &mut Epochs(3))
+            .unwrap();
+        assert_eq!((r.steps, r.stopped), (steps, stopped), "{stop:?}");
+    }
+    // A stream addressed by step alone has no epochs to stop after: refused before any step.
+    let mut s = normal("sgld", 0.1, 1, 15);
+    let err = Run::steps(15)
+        .stop_at(Length::Epochs(1))
+        .run(&mut s, &mut Repeat(()))
+        .unwrap_err();
+    assert!(matches!(err, RunError::Setting(_)), "{err}");
+    assert!(err.to_string().contains("epochs"), "{err}");
+    assert_eq!(s.steps_done(), 0);
 }
 
 #[test]

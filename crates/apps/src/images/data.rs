@@ -18,7 +18,7 @@ use sgmcmc_engine::{IndexBatches, RunError};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
-use sgmcmc_engine::experiment::{DataDigest, DataRecord};
+use sgmcmc_engine::experiment::{DataDigest, DataRecord, RunData};
 
 use crate::error::AppError;
 use crate::images::config::ImagesConfig;
@@ -138,9 +138,12 @@ pub fn synthetic(n: usize, seed: u64) -> Images {
     }
 }
 
-impl ImagesData {
+impl RunData for ImagesData {
+    type Settings = ImagesConfig;
+    type Error = AppError;
+
     /// Reads the data `config` asks for from `dir`.
-    pub fn load(dir: &Path, config: &ImagesConfig) -> Result<Self, AppError> {
+    fn load(dir: &Path, config: &ImagesConfig) -> Result<Self, AppError> {
         let (train, test) = read(dir, &config.dataset)?;
         let train = first(train, config.train_limit);
         let test = first(test, config.test_limit);
@@ -194,6 +197,12 @@ impl ImagesData {
         })
     }
 
+    fn source(&self) -> &DataRecord {
+        &self.source
+    }
+}
+
+impl ImagesData {
     /// Classes of the training set.
     pub fn classes(&self) -> usize {
         usize::from(self.train.classes)
@@ -300,9 +309,3 @@ pub type AugmentStage = Box<dyn FnMut(u64, &[usize]) -> Result<Batch<Tensor<4>>,
 
 /// The training batches of a run ([`augmented_batches`]).
 pub type AugmentedBatches = IndexBatches<AugmentStage>;
-
-impl sgmcmc_engine::experiment::RunData for ImagesData {
-    fn source(&self) -> &DataRecord {
-        &self.source
-    }
-}

@@ -27,16 +27,15 @@ pub mod swag;
 use std::path::PathBuf;
 
 use clap::Args;
-use sgmcmc_engine::experiment::with_parts;
-use sgmcmc_engine::flags_over;
+use sgmcmc_engine::experiment::{RunData, with_parts};
 use sgmcmc_engine::settings::ConfigFile;
+use sgmcmc_engine::{Length, flags_over};
 
 use crate::error::AppError;
 use crate::run_flags::RunFlags;
 use config::{DATASETS, IMAGES_SAMPLERS, ImagesConfig};
 use data::ImagesData;
 use presets::{table_config, table_rows};
-use run::Stop;
 
 /// Options of `sgmcmc images`. A run's settings resolve as preset < `--config` < flags; it
 /// writes into `--out`, by default `runs/images-DATASET-PRESET-SAMPLER`.
@@ -222,9 +221,7 @@ pub fn run(a: &ImagesArgs) -> Result<(), AppError> {
     if a.stop_after == Some(0) {
         return Err(AppError::Usage("--stop-after must be >= 1 step".into()));
     }
-    let stop = Stop {
-        after_steps: a.stop_after,
-    };
+    let stop = a.stop_after.map(Length::Steps);
     if let Some(done) = a.run.resume::<Images>(stop) {
         return done;
     }

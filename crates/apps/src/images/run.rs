@@ -18,14 +18,13 @@ use std::path::Path;
 use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
+use sgmcmc_engine::experiment::{Build, NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork, probabilities};
 use sgmcmc_engine::{Checkpoint, Length, Observer, Prefetch, Progress, init};
 use sgmcmc_models::metrics::{ClassifierMetrics, OodMetrics, sorted_entropy};
 use sgmcmc_models::{ImageClassifier, Likelihood, Posterior, Scale};
-use sgmcmc_samplers::comm::Placement;
 use sgmcmc_samplers::control::Phase;
 use sgmcmc_samplers::ensemble::ModuleEnsemble;
 use sgmcmc_samplers::registry::AnySampler;
@@ -140,13 +139,6 @@ pub fn posterior(config: &ImagesConfig, data: &ImagesData) -> Posterior {
             prior_precision: config.weight_decay,
         },
     }
-}
-
-/// Where a run stops early (tests of resume).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Stop {
-    /// Stop after this many steps (a checkpoint is written there).
-    pub after_steps: Option<u64>,
 }
 
 /// What the evaluations fold (checkpointed with the run): the rows, the model averages, the
@@ -313,21 +305,12 @@ impl NetExperiment for Images {
     type Console = crate::progress::Terminal;
     type Config = ImagesConfig;
     type Data = ImagesData;
-    type Network = ImageClassifier;
     type Sampler = ImagesSampler;
     type Record = Record;
-    type Stop = Stop;
 
-    fn load(root: &Path, config: &ImagesConfig) -> Result<ImagesData, AppError> {
-        ImagesData::load(root, config)
-    }
-
-    fn build_on(
-        config: &ImagesConfig,
-        data: &ImagesData,
-        device: &Device,
-        placement: Placement,
-    ) -> Result<ImagesSampler, AppError> {
+    fn build(parts: Build<'_, Self>) -> Result<ImagesSampler, AppError> {
+        let (config, data, device, placement) =
+            (parts.config, parts.data, parts.device, parts.placement);
         let arch = config.architecture()?;
         let (classes, channels) = (data.classes(), data.train.channels);
         arch.init(classes, channels, config.width, device)
@@ -396,7 +379,6 @@ impl NetExperiment for Images {
             } else {
                 0
             },
-            stop_after: session.stop.after_steps,
             progress_updates: 500,
             // The evaluation steps past the burn-in (the engine leaves out the exploration
             // phase): the networks the average collects, or cycSWAG's chains there.

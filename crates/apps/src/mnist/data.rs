@@ -10,7 +10,7 @@ use sgmcmc_data::{ImageData, ImageSet};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
 
-use sgmcmc_engine::experiment::{DataDigest, DataRecord};
+use sgmcmc_engine::experiment::{DataDigest, DataRecord, RunData};
 
 use crate::error::AppError;
 use crate::mnist::config::MnistConfig;
@@ -40,10 +40,13 @@ fn first(set: &ImageSet, n: Option<usize>) -> ImageSet {
     }
 }
 
-impl MnistData {
+impl RunData for MnistData {
+    type Settings = MnistConfig;
+    type Error = AppError;
+
     /// Loads `DIR/mnist` (required) and `DIR/fashion-mnist` (optional) for `config`, with the
     /// record of what was read.
-    pub fn load(data_dir: &Path, config: &MnistConfig) -> Result<Self, AppError> {
+    fn load(data_dir: &Path, config: &MnistConfig) -> Result<Self, AppError> {
         let mnist = ImageData::load(&data_dir.join("mnist"))?;
         let mut train = mnist.train.filter_classes(&config.classes)?;
         if let Some(n) = config.train_per_class {
@@ -84,6 +87,10 @@ impl MnistData {
             fashion,
         })
     }
+
+    fn source(&self) -> &DataRecord {
+        &self.source
+    }
 }
 
 /// Images `idx` of `set` as a normalised `[n, 1, rows, cols]` tensor.
@@ -101,11 +108,5 @@ pub fn batch(set: &ImageSet, idx: &[usize], device: &Device) -> Batch<Tensor<4>>
     Batch {
         x: images(set, idx, device),
         y: Targets::Class(y),
-    }
-}
-
-impl sgmcmc_engine::experiment::RunData for MnistData {
-    fn source(&self) -> &DataRecord {
-        &self.source
     }
 }

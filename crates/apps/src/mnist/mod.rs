@@ -31,16 +31,15 @@ pub mod trajectory;
 use std::path::PathBuf;
 
 use clap::Args;
-use sgmcmc_engine::experiment::with_parts;
-use sgmcmc_engine::flags_over;
+use sgmcmc_engine::experiment::{RunData, with_parts};
 use sgmcmc_engine::settings::ConfigFile;
+use sgmcmc_engine::{Length, flags_over};
 use sgmcmc_samplers::control::WeightRule;
 
 use crate::error::AppError;
 use crate::run_flags::RunFlags;
 use config::{MNIST_SAMPLERS, MnistConfig};
 use data::MnistData;
-use run::Stop;
 
 /// The samplers `--sampler all` runs (the story of Fig. 6.2 / 7.4).
 pub const STORY: &[&str] = &[
@@ -269,9 +268,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
                 .into(),
         ));
     }
-    let stop = Stop {
-        after_epochs: a.stop_after,
-    };
+    let stop = a.stop_after.map(|e| Length::Epochs(e as u64));
     if let Some(done) = a.run.resume::<Mnist>(stop) {
         return done;
     }
@@ -325,7 +322,7 @@ pub fn run(a: &MnistArgs) -> Result<(), AppError> {
             a.run.output.quiet,
         )?;
     }
-    if let Some(out) = joint.filter(|_| stop.after_epochs.is_none()) {
+    if let Some(out) = joint.filter(|_| stop.is_none()) {
         compare::compare(&dirs, &out)?;
     }
     Ok(())

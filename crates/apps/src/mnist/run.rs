@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use sgmcmc_data::datasets::{ChannelBatcher, ImageBatcher};
 use sgmcmc_data::mnist::{MNIST_MEAN, MNIST_STD};
 use sgmcmc_engine::DeviceChoice;
-use sgmcmc_engine::experiment::{NetExperiment, RunMeta, Schedule, Session, drive};
+use sgmcmc_engine::experiment::{Build, NetExperiment, RunMeta, Schedule, Session, drive};
 use sgmcmc_engine::observers::{Evaluate, Scored, Scoring, TracePart};
 use sgmcmc_engine::predict::SavedModel;
 use sgmcmc_engine::predict::classifier::{ClassifierInput, ClassifierNetwork};
@@ -116,7 +116,12 @@ pub fn build(
     data: &MnistData,
     device: &Device,
 ) -> Result<MnistSampler, AppError> {
-    <Mnist as NetExperiment>::build_on(config, data, device, Placement::local(config.chains))
+    Mnist::build(Build {
+        config,
+        data,
+        device,
+        placement: Placement::local(config.chains),
+    })
 }
 
 /// The network of a run.
@@ -143,13 +148,6 @@ fn saved_model(config: &MnistConfig, data: &MnistData) -> SavedModel {
             std: vec![MNIST_STD],
         },
     })
-}
-
-/// Where a run stops early (tests of resume).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Stop {
-    /// Stop after this many epochs (a checkpoint is written there).
-    pub after_epochs: Option<usize>,
 }
 
 fn is_eval_epoch(config: &MnistConfig, e: usize) -> bool {
@@ -233,21 +231,12 @@ impl NetExperiment for Mnist {
     type Console = crate::progress::Terminal;
     type Config = MnistConfig;
     type Data = MnistData;
-    type Network = Cnn;
     type Sampler = MnistSampler;
     type Record = Record;
-    type Stop = Stop;
 
-    fn load(root: &Path, config: &MnistConfig) -> Result<MnistData, AppError> {
-        MnistData::load(root, config)
-    }
-
-    fn build_on(
-        config: &MnistConfig,
-        data: &MnistData,
-        device: &Device,
-        placement: Placement,
-    ) -> Result<MnistSampler, AppError> {
+    fn build(parts: Build<'_, Self>) -> Result<MnistSampler, AppError> {
+        let (config, data, device, placement) =
+            (parts.config, parts.data, parts.device, parts.placement);
         let posterior = Posterior {
             likelihood: Likelihood::Categorical,
             scale: Scale {
@@ -290,7 +279,6 @@ impl NetExperiment for Mnist {
             length: Length::Epochs(config.epochs as u64),
             total: config.epochs as u64 * per_epoch,
             checkpoint_every: config.checkpoint_every as u64 * per_epoch,
-            stop_after: session.stop.after_epochs.map(|e| e as u64 * per_epoch),
             progress_updates: 1000,
             keep: Box::new(keeps(config, per_epoch)),
             save: config

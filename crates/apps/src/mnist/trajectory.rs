@@ -13,6 +13,7 @@ use std::path::Path;
 
 use burn::module::Module;
 use burn::tensor::{Device, Int, Tensor, TensorData};
+use sgmcmc_engine::experiment::RunData;
 use sgmcmc_engine::observers::BeforeStep;
 use sgmcmc_engine::{IndexBatches, Progress, Run, RunError};
 use sgmcmc_models::{Cnn, Likelihood, Network, Targets};

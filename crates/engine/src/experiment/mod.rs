@@ -40,12 +40,10 @@ pub use series::{run_series, with_result_file};
 
 use std::path::{Path, PathBuf};
 
-use burn::module::Module;
 use burn::tensor::Device;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sgmcmc_samplers::comm::Placement;
-use sgmcmc_samplers::ensemble::Ensemble;
 use sgmcmc_samplers::sampler::{Sampler, StepReport};
 
 use crate::device::DeviceChoice;
@@ -71,27 +69,17 @@ pub trait NetExperiment: Sized {
     /// The run's settings (its `config.toml`).
     type Config: RunSettings;
     /// The data a run reads.
-    type Data: RunData;
-    /// The network of a chain.
-    type Network: Module;
-    /// The sampler over the run's chains.
-    type Sampler: Sampler<Ensemble: Ensemble<Snapshot = Vec<Self::Network>>>;
+    type Data: RunData<Settings = Self::Config, Error = Self::Error>;
+    /// The sampler over the run's chains (its snapshots are the chains' networks, which
+    /// [`drive`] saves when asked).
+    type Sampler: Sampler;
     /// What a run records (built by [`NetExperiment::train`] from its recorders and what
     /// [`drive`] returns).
     type Record;
-    /// Where a run stops early (tests of resume, `--stop-after`).
-    type Stop: Copy;
 
-    /// Reads the data the settings ask for under the data folder `root`.
-    fn load(root: &Path, config: &Self::Config) -> Result<Self::Data, Self::Error>;
-    /// The sampler of `config` over this rank's block of the chains `placement` lays out (all
-    /// of them in one process), on the autodiff `device`.
-    fn build_on(
-        config: &Self::Config,
-        data: &Self::Data,
-        device: &Device,
-        placement: Placement,
-    ) -> Result<Self::Sampler, Self::Error>;
+    /// The sampler of [`Build::config`] over this rank's block of the chains
+    /// [`Build::placement`] lays out (all of them in one process).
+    fn build(parts: Build<'_, Self>) -> Result<Self::Sampler, Self::Error>;
     /// Runs (or continues) `session` with `sampler` (through [`drive`]) and returns the record:
     /// on rank 0 every chain's; what the other ranks return is not read.
     fn train(
@@ -123,9 +111,27 @@ pub trait RunSettings: Clone + Serialize + DeserializeOwned {
 }
 
 /// The data of a network experiment's run.
-pub trait RunData {
+pub trait RunData: Sized {
+    /// The run's settings, which say what to read.
+    type Settings;
+    /// What goes wrong reading it.
+    type Error;
+    /// Reads the data `settings` ask for under the data folder `root`.
+    fn load(root: &Path, settings: &Self::Settings) -> Result<Self, Self::Error>;
     /// The data folder read and the digest of what was read.
     fn source(&self) -> &DataRecord;
+}
+
+/// What [`NetExperiment::build`] builds a run's sampler from.
+pub struct Build<'a, E: NetExperiment> {
+    /// The run's settings.
+    pub config: &'a E::Config,
+    /// Its data.
+    pub data: &'a E::Data,
+    /// The autodiff device.
+    pub device: &'a Device,
+    /// The chains of the run and this rank's block of them.
+    pub placement: Placement,
 }
 
 /// Where an experiment's lines for the user and its progress go: the skeleton prints nothing.
@@ -154,8 +160,9 @@ pub struct Session<'a, E: NetExperiment> {
     pub dir: &'a Path,
     /// The checkpoint it continues from.
     pub resume: Option<Resume>,
-    /// Where it stops early.
-    pub stop: E::Stop,
+    /// Where it stops early, with a checkpoint there (`--stop-after`, tests of resume): steps,
+    /// or epochs of the batch source ([`Run::stop_at`]).
+    pub stop: Option<Length>,
     /// Whether rank 0 shows a progress bar.
     pub show_progress: bool,
 }
@@ -171,8 +178,6 @@ pub struct Schedule<E: NetExperiment> {
     pub total: u64,
     /// Steps between checkpoints (0: none).
     pub checkpoint_every: u64,
-    /// Stop (with a checkpoint) after this many steps.
-    pub stop_after: Option<u64>,
     /// About how many times over the run the progress observer is moved.
     pub progress_updates: u64,
     /// The steps whose pre-move points are the run's draws (the models its average collects):
@@ -196,7 +201,7 @@ pub fn execute<E: NetExperiment>(
     dir: &Path,
     device: DeviceChoice,
     resume: Option<Checkpoint>,
-    stop: E::Stop,
+    stop: Option<Length>,
     quiet: bool,
 ) -> Result<E::Record, E::Error> {
     let ranks = Ranks::local();
@@ -227,7 +232,14 @@ pub fn execute_on<E: NetExperiment>(
     let built = ranks
         .placement(config.chains())
         .map_err(E::Error::from)
-        .and_then(|placement| E::build_on(&config, data, &device, placement));
+        .and_then(|placement| {
+            E::build(Build {
+                config: &config,
+                data,
+                device: &device,
+                placement,
+            })
+        });
     let mut sampler = ranks.agree(built)?;
     let record = E::train(session, data, &mut sampler, &device)?;
     ranks.on_leader(|| {
@@ -280,12 +292,12 @@ pub fn read_checkpoint<E: NetExperiment>(
 pub fn resume<E: NetExperiment>(
     distributed: bool,
     dir: &Path,
-    stop: E::Stop,
+    stop: Option<Length>,
     quiet: bool,
 ) -> Result<(), E::Error> {
     let ranks = &Ranks::of(distributed)?;
     let (meta, r) = read_checkpoint_on::<E>(dir, ranks)?;
-    let data = ranks.agree(E::load(&meta.data.dir, &meta.config).and_then(|d| {
+    let data = ranks.agree(E::Data::load(&meta.data.dir, &meta.config).and_then(|d| {
         meta.data.check(d.source())?;
         Ok(d)
     }))?;
@@ -334,7 +346,7 @@ pub fn run_distributed<E: NetExperiment>(
     resolve: impl FnOnce() -> Result<(E::Config, PathBuf), E::Error>,
     (root, files): (&Path, &[&'static str]),
     launch: Launch,
-    stop: E::Stop,
+    stop: Option<Length>,
 ) -> Result<(), E::Error> {
     let ranks = &Ranks::of(true)?;
     let (config, dir) = ranks.agree(resolve())?;
@@ -342,7 +354,7 @@ pub fn run_distributed<E: NetExperiment>(
         fresh_run_dir(&dir, launch.force, &with_parts(files))?.warn(E::Console::warn);
         Ok::<(), E::Error>(())
     })?;
-    let data = ranks.agree(E::load(root, &config))?;
+    let data = ranks.agree(E::Data::load(root, &config))?;
     let session = Session::<E> {
         meta: RunMeta {
             config,
@@ -406,6 +418,7 @@ pub fn drive<E, B>(
 where
     E: NetExperiment,
     B: BatchSource<Batch = <E::Sampler as Sampler>::Batch>,
+    SampleSaver: Observer<E::Sampler>,
 {
     let (ranks, config) = (session.ranks, &session.meta.config);
     let name = config.sampler();
@@ -449,8 +462,8 @@ where
     if let Some(s) = saver.as_mut() {
         run = run.observe(s);
     }
-    if let Some(after) = schedule.stop_after {
-        run = run.stop_after(after);
+    if let Some(at) = session.stop {
+        run = run.stop_at(at);
     }
     if let Some(r) = session.resume {
         run = r.apply(run);
