@@ -360,18 +360,28 @@ fn the_command_line_runs_resumes_and_refuses_bad_input() {
         2,
         "unknown preset",
     );
-    fails_with(
-        &[
+    // With no data, the error names the folder `sgmcmc data fetch` writes; a CIFAR folder
+    // unpacked in the data folder itself is read there, and its own errors named.
+    let cifar = |dir: &str, needle: &str| {
+        let args = [
             "images",
             "--dataset",
             "cifar10",
             "--data-dir",
-            empty,
+            dir,
             "--out",
             fresh,
-        ],
-        2,
-        "cifar",
+        ];
+        fails_with(&args, 2, needle);
+    };
+    cifar(
+        empty,
+        &format!("cifar10: missing file {empty}/cifar10/data_batch_1.bin"),
     );
+    let flat = root.join("flat");
+    std::fs::create_dir_all(&flat).unwrap();
+    std::fs::write(flat.join("data_batch_1.bin"), b"short").unwrap();
+    let flat = flat.to_str().unwrap();
+    cifar(flat, &format!("{flat}/data_batch_"));
     fails_with(&["images", "--resume", empty], 2, "checkpoint");
 }

@@ -182,11 +182,11 @@ fn a_folder_in_use_by_another_run_is_refused() {
 
 #[test]
 fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_touched() {
-    // An empty folder that is there: a command that touched it first would leave its lock (a
-    // refused command takes back only the folders it made).
+    // A folder that holds a file, without `--force`: a command that touched it first would be
+    // refused as "not empty", and would leave its lock there (a refused command takes back
+    // only the lock files it made in folders that hold nothing else).
     let out = tmp("bad-device");
-    std::fs::create_dir_all(&out).unwrap();
-    let o = out.to_str().unwrap();
+    let o = &occupied(&out);
     // `host` is the toy targets' f64 path, not a tensor device; the test build has no `cuda`
     // (scripts/features.sh). The data never need reading: the device comes first.
     let refused: &[(&[&str], &str)] = &[
@@ -227,8 +227,11 @@ fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_touched() {
     ];
     for (args, needle) in refused {
         fails_with(args, 2, needle);
-        let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
-        assert!(left.is_empty(), "{args:?} touched {o}: {left:?}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["notes.txt"], "{args:?} touched {o}");
     }
     let _ = std::fs::remove_dir_all(out);
 }
@@ -262,6 +265,19 @@ fn a_run_refused_for_its_data_leaves_no_folder_behind() {
         "missing file",
     );
     assert!(keep.is_dir() && !root.join("made").exists() && !keep.join("run").exists());
+    // An empty folder that was there stays, as empty as it was: no stale lock file.
+    fails_with(
+        &[
+            "mnist",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            keep.to_str().unwrap(),
+        ],
+        2,
+        "missing file",
+    );
+    assert!(keep.is_dir() && std::fs::read_dir(&keep).unwrap().next().is_none());
     // A run that wrote a file keeps its folder, though it failed (a divergence, exit 1).
     let diverged = root.join("new/diverged");
     let d = diverged.to_str().unwrap();

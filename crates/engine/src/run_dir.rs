@@ -38,12 +38,22 @@ impl Lock {
 }
 
 /// The run folders this process holds locked (until it exits).
-static LOCKS: std::sync::Mutex<Vec<(PathBuf, fs::File)>> = std::sync::Mutex::new(Vec::new());
+static LOCKS: Mutex<Vec<(PathBuf, fs::File)>> = Mutex::new(Vec::new());
 
-/// The run folders [`fresh_run_dir`] was asked for, newest last, each with the folders it made
-/// for it (its missing parents outermost first, then the run folder), for a command that fails
+/// The run folders [`fresh_run_dir`] was asked for, newest last, for a command that fails
 /// before it writes into them to take back ([`unmake_empty_run_dirs`]).
-static MADE: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+/// What [`fresh_run_dir`] made for one run folder.
+struct Made {
+    /// The run folder asked for.
+    dir: PathBuf,
+    /// The folders it made: missing parents outermost first, then the run folder if it was
+    /// missing.
+    folders: Vec<PathBuf>,
+    /// Whether the folder's lock file is new (the folder had never held a run).
+    lock_file: bool,
+}
 
 /// Takes the lock of the run folder `dir`: a second run into the folder, a `force` that would
 /// delete a live run's files or a resume of a running run is refused in one line instead of
@@ -120,10 +130,14 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             dir.display()
         )));
     }
-    let made = make_dirs(dir);
+    let folders = make_dirs(dir);
     MADE.lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push((dir.to_path_buf(), made));
+        .push(Made {
+            dir: dir.to_path_buf(),
+            folders,
+            lock_file: !dir.join(LOCK_FILE).exists(),
+        });
     create_run_dir(dir)?;
     let lock = lock_run_dir(dir)?;
     let entries = match fs::read_dir(dir) {
@@ -212,18 +226,24 @@ pub fn keep_made_run_dirs() {
     MADE.lock().unwrap_or_else(PoisonError::into_inner).clear();
 }
 
-/// Takes back, newest first, the run folders [`fresh_run_dir`] made since
-/// [`keep_made_run_dirs`] that hold nothing but their lock, and the parents made for them that
-/// are empty then: a command refused before it wrote a file (missing data, a setting found bad
-/// late) leaves no folder behind. A folder that was there before, or that holds a file now,
-/// stays (`remove_dir` takes empty folders alone). For a process that runs one command at a
-/// time, as the `sgmcmc` binary does.
+/// Takes back, newest first, what [`fresh_run_dir`] made since [`keep_made_run_dirs`] for a
+/// run folder that holds nothing but its lock: the lock file it made, the folder if it made
+/// it, and the parents made for it that are empty then. A command refused before it wrote a
+/// file (missing data, a setting found bad late) leaves the file system as it found it. A
+/// folder that was there before stays, and so does one that holds a file now (`remove_dir`
+/// takes empty folders alone). For a process that runs one command at a time, as the `sgmcmc`
+/// binary does.
 pub fn unmake_empty_run_dirs() {
     let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
-    for (dir, folders) in made.iter().rev() {
+    for Made {
+        dir,
+        folders,
+        lock_file,
+    } in made.iter().rev()
+    {
         let only_lock = fs::read_dir(dir)
             .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == LOCK_FILE)));
-        if folders.last() != Some(dir) || !only_lock {
+        if !lock_file || !only_lock {
             continue;
         }
         // The lock is let go (its file closed) before its file and folder are removed.

@@ -13,7 +13,7 @@ use sgmcmc_data::augment::{self, Augment};
 use sgmcmc_data::cifar::{Cifar10, Cifar100};
 use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_data::svhn::Svhn;
-use sgmcmc_data::{ImageData, Images};
+use sgmcmc_data::{DataError, ImageData, Images};
 use sgmcmc_engine::{IndexBatches, RunError};
 use sgmcmc_models::Targets;
 use sgmcmc_models::posterior::Batch;
@@ -56,31 +56,43 @@ fn first(set: Images, limit: usize) -> Images {
 /// Training and test images of `name` under `dir`: in `dir/name` (where `sgmcmc data fetch`
 /// puts them) or, for CIFAR, in `dir` itself; a failure names the set and how to fetch it.
 fn read(dir: &Path, name: &str) -> Result<(Images, Images), AppError> {
-    let own = dir.join(name);
-    let folder = if own.is_dir() || !name.starts_with("cifar") {
-        own
-    } else {
-        dir.to_path_buf()
-    };
-    let read = || -> Result<(Images, Images), sgmcmc_data::DataError> {
+    let read_in = |folder: &Path| -> Result<(Images, Images), DataError> {
         Ok(match name {
             "mnist" | "fashion-mnist" => {
-                let d = ImageData::load(&folder)?;
+                let d = ImageData::load(folder)?;
                 (Images::from(d.train), Images::from(d.test))
             }
             "cifar10" => {
-                let d = Cifar10::load(&folder)?;
+                let d = Cifar10::load(folder)?;
                 (d.train, d.test)
             }
             "cifar100" => {
-                let d = Cifar100::load(&folder)?;
+                let d = Cifar100::load(folder)?;
                 (d.train.fine, d.test.fine)
             }
             _ => {
-                let d = Svhn::load(&folder)?;
+                let d = Svhn::load(folder)?;
                 (d.train, d.test)
             }
         })
+    };
+    // `DIR/NAME`, where `sgmcmc data fetch` writes it; CIFAR also as its archive unpacks, the
+    // files in `DIR` itself. When neither holds a file, the error names the first one `data
+    // fetch` would write.
+    let own = dir.join(name);
+    let read = || {
+        let in_own = read_in(&own);
+        if own.is_dir() || !name.starts_with("cifar") {
+            return in_own;
+        }
+        match (read_in(dir), in_own) {
+            (Err(DataError::Missing { path: flat }), Err(DataError::Missing { path }))
+                if flat.file_name() == path.file_name() =>
+            {
+                Err(DataError::Missing { path })
+            }
+            (flat, _) => flat,
+        }
     };
     match name {
         "synthetic" => Ok((synthetic(64, 1), synthetic(32, 2))),
