@@ -380,8 +380,10 @@ fn the_command_line_runs_resumes_and_refuses_bad_input() {
     );
     let flat = root.join("flat");
     std::fs::create_dir_all(&flat).unwrap();
-    std::fs::write(flat.join("data_batch_1.bin"), b"short").unwrap();
+    std::fs::write(flat.join("data_batch_2.bin"), b"short").unwrap();
     let flat = flat.to_str().unwrap();
-    cifar(flat, &format!("{flat}/data_batch_"));
+    cifar(flat, &format!("missing file {flat}/data_batch_1.bin"));
+    std::fs::write(Path::new(flat).join("data_batch_1.bin"), b"short").unwrap();
+    cifar(flat, &format!("{flat}/data_batch_1.bin: 5 bytes"));
     fails_with(&["images", "--resume", empty], 2, "checkpoint");
 }

@@ -174,7 +174,21 @@ fn a_folder_in_use_by_another_run_is_refused() {
         2,
         "the folder was touched"
     );
-    drop(lock);
+    // A live run that has written nothing yet: its folder holds only its lock, which a run
+    // refused there (then failing on its data) must leave, and the folder with it.
+    let fresh = root.join("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let live = std::fs::File::create(fresh.join(".sgmcmc.lock")).unwrap();
+    live.lock().unwrap();
+    let f = fresh.to_str().unwrap();
+    for args in without_data(f) {
+        fails_with(&args, 2, "is in use by another sgmcmc run");
+        assert!(
+            fresh.join(".sgmcmc.lock").is_file(),
+            "{args:?} took the live lock"
+        );
+    }
+    drop((lock, live));
     succeeds(&[&toy[..], &["--force"]].concat());
     assert!(dir.join("summary.json").is_file());
     let _ = std::fs::remove_dir_all(root);
@@ -183,8 +197,7 @@ fn a_folder_in_use_by_another_run_is_refused() {
 #[test]
 fn a_device_the_command_cannot_use_is_refused_before_the_folder_is_touched() {
     // A folder that holds a file, without `--force`: a command that touched it first would be
-    // refused as "not empty", and would leave its lock there (a refused command takes back
-    // only the lock files it made in folders that hold nothing else).
+    // refused as "not empty".
     let out = tmp("bad-device");
     let o = &occupied(&out);
     // `host` is the toy targets' f64 path, not a tensor device; the test build has no `cuda`
@@ -312,5 +325,6 @@ fn a_run_refused_for_its_data_leaves_no_folder_behind() {
         "missing",
     );
     assert!(out.join("notes.txt").is_file());
+    assert!(!out.join(".sgmcmc.lock").exists(), "a stale lock in {kept}");
     let _ = std::fs::remove_dir_all(root);
 }

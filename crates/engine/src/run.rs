@@ -289,7 +289,14 @@ impl<'a, S: Sampler> Run<'a, S> {
     {
         let per_epoch = batches.batches_per_epoch();
         let total = self.total(per_epoch)?;
-        let stop_after = self.stop_after.map(|l| l.steps(per_epoch)).transpose()?;
+        // A stop past the run's end is none, however far past (it saturates, never overflows).
+        let stop_after = self
+            .stop_after
+            .map(|l| match (l, per_epoch) {
+                (Length::Epochs(e), Some(p)) => Ok(e.saturating_mul(p)),
+                (l, _) => l.steps(per_epoch),
+            })
+            .transpose()?;
         if let Some(c) = self.resume.take() {
             self.restore(sampler, c, total)?;
         }

@@ -38,22 +38,22 @@ impl Lock {
 }
 
 /// The run folders this process holds locked (until it exits).
-static LOCKS: Mutex<Vec<(PathBuf, fs::File)>> = Mutex::new(Vec::new());
+static LOCKS: Mutex<Vec<Held>> = Mutex::new(Vec::new());
 
-/// The run folders [`fresh_run_dir`] was asked for, newest last, for a command that fails
-/// before it writes into them to take back ([`unmake_empty_run_dirs`]).
-static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
-
-/// What [`fresh_run_dir`] made for one run folder.
-struct Made {
-    /// The run folder asked for.
-    dir: PathBuf,
-    /// The folders it made: missing parents outermost first, then the run folder if it was
-    /// missing.
-    folders: Vec<PathBuf>,
-    /// Whether the folder's lock file is new (the folder had never held a run).
-    lock_file: bool,
+/// A run folder this process holds locked.
+struct Held {
+    /// The folder, canonical.
+    key: PathBuf,
+    /// Its lock file, open and locked: the lock lasts as long as it is open.
+    _file: fs::File,
+    /// Whether this process created the lock file (the folder had never held a run).
+    created: bool,
 }
+
+/// The run folders [`fresh_run_dir`] was asked for, newest last, each with the folders it made
+/// for it (its missing parents outermost first, then the run folder), for a command that fails
+/// before it writes into them to take back ([`unmake_empty_run_dirs`]).
+static MADE: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Takes the lock of the run folder `dir`: a second run into the folder, a `force` that would
 /// delete a live run's files or a resume of a running run is refused in one line instead of
@@ -66,25 +66,36 @@ pub fn lock_run_dir(dir: &Path) -> Result<Lock, RunError> {
     }
     let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     let mut held = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
-    if held.iter().any(|(p, _)| *p == key) {
+    if held.iter().any(|h| h.key == key) {
         return Ok(Lock::Held);
     }
     let path = dir.join(LOCK_FILE);
-    let file = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| {
-            RunError::Input(format!(
-                "output folder {} is not writable (its lock {LOCK_FILE}: {e})",
-                dir.display()
-            ))
-        })?;
+    let mut options = fs::OpenOptions::new();
+    options.read(true).write(true);
+    // Whether the file is new is what creating it says (an existing file, or a link by the
+    // name, is not).
+    let (file, created) = match options.clone().create_new(true).open(&path) {
+        Ok(file) => Ok((file, true)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => options
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map(|file| (file, false)),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| {
+        RunError::Input(format!(
+            "output folder {} is not writable (its lock {LOCK_FILE}: {e})",
+            dir.display()
+        ))
+    })?;
     match file.try_lock() {
         Ok(()) => {
-            held.push((key, file));
+            held.push(Held {
+                key,
+                _file: file,
+                created,
+            });
             Ok(Lock::Held)
         }
         Err(fs::TryLockError::WouldBlock) => Err(RunError::Setting(format!(
@@ -130,14 +141,10 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             dir.display()
         )));
     }
-    let folders = make_dirs(dir);
+    let made = make_dirs(dir);
     MADE.lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push(Made {
-            dir: dir.to_path_buf(),
-            folders,
-            lock_file: !dir.join(LOCK_FILE).exists(),
-        });
+        .push((dir.to_path_buf(), made));
     create_run_dir(dir)?;
     let lock = lock_run_dir(dir)?;
     let entries = match fs::read_dir(dir) {
@@ -226,33 +233,30 @@ pub fn keep_made_run_dirs() {
     MADE.lock().unwrap_or_else(PoisonError::into_inner).clear();
 }
 
-/// Takes back, newest first, what [`fresh_run_dir`] made since [`keep_made_run_dirs`] for a
-/// run folder that holds nothing but its lock: the lock file it made, the folder if it made
-/// it, and the parents made for it that are empty then. A command refused before it wrote a
-/// file (missing data, a setting found bad late) leaves the file system as it found it. A
-/// folder that was there before stays, and so does one that holds a file now (`remove_dir`
-/// takes empty folders alone). For a process that runs one command at a time, as the `sgmcmc`
-/// binary does.
+/// Takes back, newest first, what [`fresh_run_dir`] made since [`keep_made_run_dirs`]: the
+/// lock files it created and holds, then the folders it made that are empty then (the run
+/// folder, and the parents made for it). A command refused before it wrote a file (missing
+/// data, a setting found bad late) leaves the file system as it found it; one that wrote a file
+/// (a diverged run's checkpoint) keeps its folder. A folder that was there stays, and so does
+/// the lock file of a folder that held a run before, or of one another process holds (a run
+/// refused as "in use" never held it). For a process that runs one command at a time, as the
+/// `sgmcmc` binary does.
 pub fn unmake_empty_run_dirs() {
     let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
-    for Made {
-        dir,
-        folders,
-        lock_file,
-    } in made.iter().rev()
-    {
-        let only_lock = fs::read_dir(dir)
-            .is_ok_and(|mut d| d.all(|e| e.is_ok_and(|e| e.file_name() == LOCK_FILE)));
-        if !lock_file || !only_lock {
-            continue;
-        }
-        // The lock is let go (its file closed) before its file and folder are removed.
+    let mut held = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    for (dir, folders) in made.iter().rev() {
         let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
-        LOCKS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(p, _)| *p != key);
-        let _ = fs::remove_file(dir.join(LOCK_FILE));
+        let Some(i) = held.iter().position(|h| h.key == key && h.created) else {
+            continue;
+        };
+        // The file goes while its lock is held, so no other run can have taken the folder;
+        // where an open file cannot be removed, it goes once closed.
+        let lock = dir.join(LOCK_FILE);
+        let removed = fs::remove_file(&lock);
+        drop(held.remove(i));
+        if removed.is_err() {
+            let _ = fs::remove_file(&lock);
+        }
         for d in folders.iter().rev() {
             if fs::remove_dir(d).is_err() {
                 break;

@@ -88,11 +88,12 @@ impl BatchSource for Epochs {
 #[test]
 fn a_stop_in_epochs_stops_after_that_many_epochs_of_the_source() {
     // Three batches an epoch, five epochs: a stop after two epochs is step 6; one at the end
-    // or past it stops nothing; one in steps is the same rule.
+    // or past it (however far: no overflow) stops nothing; one in steps is the same rule.
     for (stop, steps, stopped) in [
         (Length::Epochs(2), 6, true),
         (Length::Epochs(5), 15, false),
         (Length::Epochs(9), 15, false),
+        (Length::Epochs(u64::MAX), 15, false),
         (Length::Steps(7), 7, true),
     ] {
         let mut s = normal("sgld", 0.1, 1, 15);

@@ -10,7 +10,9 @@ use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
 use burn::tensor::{Device, Tensor};
 use sgmcmc_data::augment::{self, Augment};
-use sgmcmc_data::cifar::{Cifar10, Cifar100};
+use sgmcmc_data::cifar::{
+    CIFAR10_SUBDIR, CIFAR10_TEST, CIFAR10_TRAIN, CIFAR100_FILES, CIFAR100_SUBDIR, Cifar10, Cifar100,
+};
 use sgmcmc_data::datasets::ChannelBatcher;
 use sgmcmc_data::svhn::Svhn;
 use sgmcmc_data::{DataError, ImageData, Images};
@@ -76,24 +78,11 @@ fn read(dir: &Path, name: &str) -> Result<(Images, Images), AppError> {
             }
         })
     };
-    // `DIR/NAME`, where `sgmcmc data fetch` writes it; CIFAR also as its archive unpacks, the
-    // files in `DIR` itself. When neither holds a file, the error names the first one `data
-    // fetch` would write.
+    // `DIR/NAME`, where `sgmcmc data fetch` writes it, or for CIFAR `DIR` itself when it holds
+    // the set's files (as its archive unpacks); with neither, the error names `DIR/NAME`.
     let own = dir.join(name);
-    let read = || {
-        let in_own = read_in(&own);
-        if own.is_dir() || !name.starts_with("cifar") {
-            return in_own;
-        }
-        match (read_in(dir), in_own) {
-            (Err(DataError::Missing { path: flat }), Err(DataError::Missing { path }))
-                if flat.file_name() == path.file_name() =>
-            {
-                Err(DataError::Missing { path })
-            }
-            (flat, _) => flat,
-        }
-    };
+    let flat = name.starts_with("cifar") && !own.is_dir() && holds_cifar(dir, name);
+    let read = || read_in(if flat { dir } else { &own });
     match name {
         "synthetic" => Ok((synthetic(64, 1), synthetic(32, 2))),
         "mnist" | "fashion-mnist" | "cifar10" | "cifar100" | "svhn" => read().map_err(|e| {
@@ -104,6 +93,17 @@ fn read(dir: &Path, name: &str) -> Result<(Images, Images), AppError> {
         }),
         other => Err(AppError::Usage(format!("unknown dataset `{other}`"))),
     }
+}
+
+/// Whether `dir` holds a file of the CIFAR set `name` (`cifar10`, `cifar100`) or the folder its
+/// archive unpacks to.
+fn holds_cifar(dir: &Path, name: &str) -> bool {
+    let names = if name == "cifar10" {
+        [&CIFAR10_TRAIN[..], &[CIFAR10_TEST, CIFAR10_SUBDIR]].concat()
+    } else {
+        [&CIFAR100_FILES[..], &[CIFAR100_SUBDIR]].concat()
+    };
+    names.iter().any(|n| dir.join(n).exists())
 }
 
 /// `n` random 3x12x12 images of 10 classes: class `c` sets the three channels' brightness to
