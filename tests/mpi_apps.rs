@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::cli::tmp;
-use common::mpi::{distributed, fails_naming, one_process, same_files, summary};
+use common::mpi::{
+    distributed, fails_naming, mpirun, one_process, run_within, same_files, summary,
+};
 
 /// A generous bound for one job of these tests (each takes seconds).
 const LIMIT: Duration = Duration::from_secs(300);
@@ -392,4 +394,35 @@ fn images_over_ranks_writes_the_one_process_run() {
     if std::env::var_os("KEEP").is_none() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+#[test]
+fn a_job_of_one_rank_refused_for_its_data_fails_as_one_process_does() {
+    // No rank waits on it, so it ends as one process does, not through MPI_Abort: one line,
+    // the command's exit code, and the folder it made (with its parents) taken back.
+    let dir = tmp("mpi-one-rank");
+    let out = dir.join("new/run");
+    let o = out.to_str().unwrap();
+    for command in ["mnist", "uci"] {
+        let args = [
+            command,
+            "--distributed",
+            "--data-dir",
+            "/nonexistent",
+            "--out",
+            o,
+            "--quiet",
+        ];
+        let (got, _) = run_within(mpirun(1, &args), LIMIT);
+        let err = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.status.code(), Some(2), "{command}: {err}");
+        assert_eq!(err.matches("error:").count(), 1, "{command}: {err}");
+        assert!(
+            err.contains("missing file /nonexistent/"),
+            "{command}: {err}"
+        );
+        assert!(!err.contains("MPI_ABORT"), "{command}: {err}");
+        assert!(!dir.join("new").exists(), "{command} left {o}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
 }

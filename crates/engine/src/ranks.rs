@@ -17,7 +17,8 @@
 //!
 //! A rank that fails prints one line naming itself and the step (which a run over the ranks,
 //! [`crate::Run::over`], records) and ends the whole job ([`Communicator::abort`],
-//! `MPI_Abort`), so no rank waits forever in a collective. A one-process run is the run over
+//! `MPI_Abort`), so no rank waits forever in a collective; a job of one rank has no rank to
+//! wait, and returns its errors as one process does. A one-process run is the run over
 //! [`Ranks::local`]: the same code path, and every gather a move without encoding.
 
 use std::ops::Range;
@@ -109,6 +110,13 @@ impl Ranks {
         self.distributed
     }
 
+    /// Whether an error on this rank ends the whole job ([`Ranks::fail`]): other ranks wait on
+    /// it. A job of one rank returns its errors as one process does, so its caller prints the
+    /// one line and tidies up (a refused run takes back its folder) before the process ends.
+    fn fails_the_job(&self) -> bool {
+        self.is_distributed() && self.size() > 1
+    }
+
     /// This rank.
     pub fn rank(&self) -> usize {
         self.comm.rank()
@@ -176,7 +184,7 @@ impl Ranks {
     /// others wait for it; a failure there ends the job. In one process `f`'s error is
     /// returned.
     pub fn on_leader<E: JobError>(&self, f: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
-        if !self.is_distributed() {
+        if !self.fails_the_job() {
             return f();
         }
         if self.is_leader()
@@ -198,7 +206,7 @@ impl Ranks {
         local: &Range<usize>,
     ) -> Result<T, RunError> {
         match result {
-            Err(e) if self.is_distributed() => {
+            Err(e) if self.fails_the_job() => {
                 let owner = diverged_chain(&e).map(|c| local.contains(&c));
                 self.fail(&e, owner)
             }
@@ -211,7 +219,7 @@ impl Ranks {
     /// if any failed, the first rank that failed prints its error and ends the job, so one
     /// line is printed whether one rank failed or all did.
     pub fn agree<T, E: JobError>(&self, result: Result<T, E>) -> Result<T, E> {
-        if !self.is_distributed() {
+        if !self.fails_the_job() {
             return result;
         }
         let ok = [f64::from(u8::from(result.is_ok()))];
@@ -234,7 +242,7 @@ impl Ranks {
     /// `result` in one process; over several ranks an error ends the job from this rank.
     pub fn check<T, E: JobError>(&self, result: Result<T, E>) -> Result<T, E> {
         match result {
-            Err(e) if self.is_distributed() => self.fail(&e, None),
+            Err(e) if self.fails_the_job() => self.fail(&e, None),
             r => r,
         }
     }
@@ -366,5 +374,19 @@ mod tests {
         // One process: `prepare` alone.
         let one = Ranks::local().lead(|| Ok::<u64, RunError>(5), |p| *p, |_| unreachable!());
         assert_eq!(one.unwrap(), 5);
+    }
+
+    #[test]
+    fn a_job_of_one_rank_returns_its_errors_as_one_process_does() {
+        // A thread group's abort panics: each call below would, had it ended the job.
+        let g = ThreadGroup::new(1).pop().unwrap();
+        let ranks = Ranks::over(Arc::new(g));
+        assert!(ranks.is_distributed());
+        let bad = || Err::<(), RunError>(RunError::Setting("bad".into()));
+        assert!(ranks.agree(bad()).is_err());
+        assert!(ranks.check(bad()).is_err());
+        assert!(ranks.settle(bad(), &(0..1)).is_err());
+        assert!(ranks.on_leader(bad).is_err());
+        assert!(ranks.lead(bad, |_| (), |()| Ok(())).is_err());
     }
 }
