@@ -89,6 +89,30 @@ fn force_replaces_the_runs_own_files_and_keeps_the_others() {
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "mine"
     );
+    // A folder of the command's own is taken before `--force` deletes it: here one sampler's
+    // run of a joint mnist folder, live (its lock held) though it has written nothing yet.
+    let joint = root.join("joint");
+    let live = joint.join("sgld");
+    std::fs::create_dir_all(&live).unwrap();
+    let lock = std::fs::File::create(live.join(".sgmcmc.lock")).unwrap();
+    lock.lock().unwrap();
+    let j = joint.to_str().unwrap();
+    let all = [
+        "mnist",
+        "--sampler",
+        "all",
+        "--force",
+        "--data-dir",
+        "/nonexistent",
+        "--out",
+        j,
+    ];
+    fails_with(&all, 2, "sgld is in use by another sgmcmc run");
+    assert!(
+        live.join(".sgmcmc.lock").is_file(),
+        "--force deleted a live run"
+    );
+    drop(lock);
     let _ = std::fs::remove_dir_all(root);
 }
 
@@ -310,6 +334,10 @@ fn a_run_refused_for_its_data_leaves_no_folder_behind() {
         "diverged",
     );
     assert!(diverged.join("checkpoint.cbor").is_file());
+    assert!(
+        diverged.join(".sgmcmc.lock").is_file(),
+        "the run's folder was changed"
+    );
     // A folder that was there before stays, with what it held.
     let kept = occupied(&out);
     fails_with(

@@ -284,11 +284,8 @@ fn velocity_swap(a: &BenchArgs, ranks: &Ranks, out: &mut Vec<Figure>) -> Result<
 pub fn run(a: &BenchArgs) -> Result<(), AppError> {
     let ranks = sgmcmc_engine::Ranks::of(true)?;
     let start = Instant::now();
-    if ranks.rank() == 0
-        && let Err(e) = output::fresh_run_dir(&a.out, a.force.force, &["summary.json"])
-    {
-        ranks.fail(&e, None);
-    }
+    ranks
+        .on_leader(|| output::fresh_run_dir(&a.out, a.force.force, &["summary.json"]).map(drop))?;
     let result = (|| {
         let mut figures = Vec::new();
         for p in [4usize, 8].into_iter().filter(|p| *p >= ranks.size()) {
@@ -314,7 +311,7 @@ pub fn run(a: &BenchArgs) -> Result<(), AppError> {
         ranks.comm().barrier().map_err(comm_err)?;
         Ok::<_, AppError>((figures, ratios))
     })();
-    let (figures, ratios) = result.unwrap_or_else(|e| ranks.fail(&e, None));
+    let (figures, ratios) = ranks.check(result)?;
     if ranks.rank() != 0 {
         return Ok(());
     }

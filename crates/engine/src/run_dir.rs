@@ -7,6 +7,7 @@
 //! [`RunError::Setting`] (the folder is in use, or not empty without `force`) or
 //! [`RunError::Input`] (not a folder, not writable).
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -38,22 +39,25 @@ impl Lock {
 }
 
 /// The run folders this process holds locked (until it exits).
-static LOCKS: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+static LOCKS: Mutex<Vec<(PathBuf, fs::File)>> = Mutex::new(Vec::new());
 
-/// A run folder this process holds locked.
-struct Held {
-    /// The folder, canonical.
-    key: PathBuf,
-    /// Its lock file, open and locked: the lock lasts as long as it is open.
-    _file: fs::File,
-    /// Whether this process created the lock file (the folder had never held a run).
-    created: bool,
+/// The run folders [`fresh_run_dir`] was asked for since [`keep_made_run_dirs`], newest last,
+/// for a command that fails before it writes into them to take back
+/// ([`unmake_empty_run_dirs`]).
+static MADE: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+/// What [`fresh_run_dir`] found and made for one run folder.
+#[derive(Debug)]
+struct Made {
+    /// The run folder asked for.
+    dir: PathBuf,
+    /// The folders it made: missing parents outermost first, then the run folder if it was
+    /// missing.
+    folders: Vec<PathBuf>,
+    /// Once it took the folder: what the folder held then besides its lock, and whether this
+    /// process created the lock file (the folder had never held a run).
+    found: Option<(Vec<OsString>, bool)>,
 }
-
-/// The run folders [`fresh_run_dir`] was asked for, newest last, each with the folders it made
-/// for it (its missing parents outermost first, then the run folder), for a command that fails
-/// before it writes into them to take back ([`unmake_empty_run_dirs`]).
-static MADE: Mutex<Vec<(PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Takes the lock of the run folder `dir`: a second run into the folder, a `force` that would
 /// delete a live run's files or a resume of a running run is refused in one line instead of
@@ -64,50 +68,106 @@ pub fn lock_run_dir(dir: &Path) -> Result<Lock, RunError> {
     if !dir.is_dir() {
         return Ok(Lock::Held);
     }
-    let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let mut held = LOCKS.lock().unwrap_or_else(|e| e.into_inner());
-    if held.iter().any(|h| h.key == key) {
-        return Ok(Lock::Held);
+    lock_dir(dir).map(|(lock, _)| lock)
+}
+
+/// The folder `dir`, as the locks name it.
+fn canonical(dir: &Path) -> PathBuf {
+    fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+/// [`lock_run_dir`] of a folder that must exist; with the lock, whether this call created the
+/// lock file.
+fn lock_dir(dir: &Path) -> Result<(Lock, bool), RunError> {
+    let key = canonical(dir);
+    let mut held = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    if held.iter().any(|(p, _)| *p == key) {
+        return Ok((Lock::Held, false));
     }
     let path = dir.join(LOCK_FILE);
+    // A lock taken on a file another run removed meanwhile (one taking back a folder it made)
+    // guards nothing: the folder's lock file is opened again.
+    for _ in 0..3 {
+        let (file, created) = open_lock_file(dir, &path)?;
+        match file.try_lock() {
+            Ok(()) if is_at(&file, &path) => {
+                held.push((key, file));
+                return Ok((Lock::Held, created));
+            }
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(RunError::Setting(format!(
+                    "output folder {} is in use by another sgmcmc run; wait for it to end or \
+                     choose another --out",
+                    dir.display()
+                )));
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                let warning = format!(
+                    "warning: cannot lock {} ({e}); nothing keeps another run out of this folder",
+                    path.display()
+                );
+                return Ok((Lock::Unguarded(warning), created));
+            }
+        }
+    }
+    Err(RunError::Setting(format!(
+        "output folder {} keeps changing under another sgmcmc run; choose another --out",
+        dir.display()
+    )))
+}
+
+/// Opens (or creates) the lock file `path` of `dir`; whether it created it is what creating
+/// says (an existing file, or a link by the name, is not new).
+fn open_lock_file(dir: &Path, path: &Path) -> Result<(fs::File, bool), RunError> {
     let mut options = fs::OpenOptions::new();
     options.read(true).write(true);
-    // Whether the file is new is what creating it says (an existing file, or a link by the
-    // name, is not).
-    let (file, created) = match options.clone().create_new(true).open(&path) {
+    match options.clone().create_new(true).open(path) {
         Ok(file) => Ok((file, true)),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => options
             .create(true)
             .truncate(false)
-            .open(&path)
+            .open(path)
             .map(|file| (file, false)),
         Err(e) => Err(e),
     }
     .map_err(|e| {
-        RunError::Input(format!(
-            "output folder {} is not writable (its lock {LOCK_FILE}: {e})",
-            dir.display()
-        ))
-    })?;
-    match file.try_lock() {
-        Ok(()) => {
-            held.push(Held {
-                key,
-                _file: file,
-                created,
-            });
-            Ok(Lock::Held)
+        if dir.is_dir() {
+            RunError::Input(format!(
+                "output folder {} is not writable (its lock {LOCK_FILE}: {e})",
+                dir.display()
+            ))
+        } else {
+            RunError::Setting(format!(
+                "output folder {} was removed while this run was taking it; run again",
+                dir.display()
+            ))
         }
-        Err(fs::TryLockError::WouldBlock) => Err(RunError::Setting(format!(
-            "output folder {} is in use by another sgmcmc run; wait for it to end or choose \
-             another --out",
-            dir.display()
-        ))),
-        Err(fs::TryLockError::Error(e)) => Ok(Lock::Unguarded(format!(
-            "warning: cannot lock {} ({e}); nothing keeps another run out of this folder",
-            path.display()
-        ))),
+    })
+}
+
+/// Whether the open `file` is the one `path` names now (not one removed since it was opened).
+#[cfg(unix)]
+fn is_at(file: &fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
+}
+
+/// Whether the open `file` is the one `path` names now (here: that `path` names a file).
+#[cfg(not(unix))]
+fn is_at(_: &fs::File, path: &Path) -> bool {
+    path.is_file()
+}
+
+/// Lets go of the lock this process holds on the folder `key` ([`canonical`]), handing back
+/// its file (the lock lasts while it is open).
+fn release(key: &Path) -> Option<fs::File> {
+    let mut held = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
+    let i = held.iter().position(|(p, _)| p == key)?;
+    Some(held.remove(i).1)
 }
 
 /// Whether the folder entry `name` is one of `own` or the temp file of one ([`temp_path`]).
@@ -141,12 +201,16 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             dir.display()
         )));
     }
-    let made = make_dirs(dir);
+    let folders = make_dirs(dir);
     MADE.lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push((dir.to_path_buf(), made));
+        .push(Made {
+            dir: dir.to_path_buf(),
+            folders,
+            found: None,
+        });
     create_run_dir(dir)?;
-    let lock = lock_run_dir(dir)?;
+    let (lock, created) = lock_dir(dir)?;
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries
             .map(|e| e.map(|e| e.file_name()))
@@ -167,6 +231,11 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             )));
         }
     };
+    let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(m) = made.iter_mut().rev().find(|m| m.dir == dir) {
+        m.found = Some((entries.clone(), created));
+    }
+    drop(made);
     if !entries.is_empty() && !force {
         return Err(RunError::Setting(format!(
             "output folder {} is not empty; pass --force to replace the earlier run's files \
@@ -180,7 +249,13 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             continue;
         }
         let removed = if path.is_dir() {
-            fs::remove_dir_all(&path)
+            // A folder of the command's own may be a live run's (one sampler's of a joint
+            // run): it is taken first.
+            let _unguarded = lock_run_dir(&path)?;
+            let key = canonical(&path);
+            let removed = fs::remove_dir_all(&path);
+            drop(release(&key));
+            removed
         } else {
             fs::remove_file(&path)
         };
@@ -233,29 +308,50 @@ pub fn keep_made_run_dirs() {
     MADE.lock().unwrap_or_else(PoisonError::into_inner).clear();
 }
 
-/// Takes back, newest first, what [`fresh_run_dir`] made since [`keep_made_run_dirs`]: the
-/// lock files it created and holds, then the folders it made that are empty then (the run
-/// folder, and the parents made for it). A command refused before it wrote a file (missing
-/// data, a setting found bad late) leaves the file system as it found it; one that wrote a file
-/// (a diverged run's checkpoint) keeps its folder. A folder that was there stays, and so does
-/// the lock file of a folder that held a run before, or of one another process holds (a run
-/// refused as "in use" never held it). For a process that runs one command at a time, as the
-/// `sgmcmc` binary does.
+/// Takes back, newest first, what [`fresh_run_dir`] made since [`keep_made_run_dirs`] for a
+/// run folder the command wrote nothing into (it holds nothing that it did not hold when the
+/// command took it): the lock file the command created, and the folders it made that are
+/// empty then (the run folder, and the parents made for it). A command refused before it
+/// wrote a file (missing data, a setting found bad late) leaves the file system as it found
+/// it; one that wrote a file (a diverged run's checkpoint) leaves its folder as it is. A
+/// folder that was there stays, and so does a lock file that was, or one another process
+/// holds (a run refused as "in use" never took the folder). For a process that runs one
+/// command at a time, as the `sgmcmc` binary does.
 pub fn unmake_empty_run_dirs() {
-    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
-    let mut held = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
-    for (dir, folders) in made.iter().rev() {
-        let key = fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
-        let Some(i) = held.iter().position(|h| h.key == key && h.created) else {
-            continue;
-        };
-        // The file goes while its lock is held, so no other run can have taken the folder;
-        // where an open file cannot be removed, it goes once closed.
-        let lock = dir.join(LOCK_FILE);
-        let removed = fs::remove_file(&lock);
-        drop(held.remove(i));
-        if removed.is_err() {
-            let _ = fs::remove_file(&lock);
+    unmake(std::mem::take(
+        &mut *MADE.lock().unwrap_or_else(PoisonError::into_inner),
+    ));
+}
+
+/// [`unmake_empty_run_dirs`] of `made`.
+fn unmake(made: Vec<Made>) {
+    for Made {
+        dir,
+        folders,
+        found,
+    } in made.iter().rev()
+    {
+        if let Some((before, created)) = found {
+            let now = fs::read_dir(dir).map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name())
+                    .filter(|n| n != LOCK_FILE)
+                    .collect::<Vec<_>>()
+            });
+            if !now.is_ok_and(|now| now.iter().all(|n| before.contains(n))) {
+                continue;
+            }
+            if *created {
+                // The file goes while its lock is held, so no other run takes the folder
+                // first; where an open file cannot be removed, it goes once closed.
+                let lock = dir.join(LOCK_FILE);
+                let file = release(&canonical(dir));
+                let removed = fs::remove_file(&lock);
+                drop(file);
+                if removed.is_err() {
+                    let _ = fs::remove_file(&lock);
+                }
+            }
         }
         for d in folders.iter().rev() {
             if fs::remove_dir(d).is_err() {
@@ -290,6 +386,71 @@ mod tests {
         ] {
             assert!(!is_own(name, &own), "{name}");
         }
+    }
+
+    #[test]
+    fn a_lock_file_removed_since_it_was_opened_is_not_the_folders() {
+        let dir = std::env::temp_dir().join(format!("sgmcmc-lock-at-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(LOCK_FILE);
+        let (file, created) = open_lock_file(&dir, &path).unwrap();
+        assert!(created && is_at(&file, &path));
+        let (again, created) = open_lock_file(&dir, &path).unwrap();
+        assert!(!created && is_at(&again, &path));
+        fs::remove_file(&path).unwrap();
+        assert!(!is_at(&file, &path));
+        fs::write(&path, "").unwrap();
+        assert!(!is_at(&file, &path));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_command_takes_back_only_what_it_made_in_folders_it_wrote_nothing_into() {
+        let root = std::env::temp_dir().join(format!("sgmcmc-unmake-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let made = |name: &str, files: &[&str], lock: bool| {
+            let dir = root.join(name);
+            fs::create_dir_all(&dir).unwrap();
+            for f in files {
+                fs::write(dir.join(f), "").unwrap();
+            }
+            if lock {
+                fs::write(dir.join(LOCK_FILE), "").unwrap();
+            }
+            dir
+        };
+        // On a file system without locks (nothing held): the lock file it created goes, and
+        // the folder it made; a folder holding a file it wrote stays whole; one that held a
+        // run keeps its lock file; one it found holding a file keeps the file.
+        let fresh = made("new/run", &[], true);
+        let wrote = made("wrote", &["checkpoint.cbor"], true);
+        let earlier = made("earlier", &[], true);
+        let notes = made("notes", &["notes.txt"], true);
+        let entry = |dir: &Path, folders: Vec<PathBuf>, before: &[&str], created| Made {
+            dir: dir.to_path_buf(),
+            folders,
+            found: Some((before.iter().map(OsString::from).collect(), created)),
+        };
+        unmake(vec![
+            entry(&fresh, vec![root.join("new"), fresh.clone()], &[], true),
+            entry(&wrote, vec![wrote.clone()], &[], true),
+            entry(&earlier, vec![], &[], false),
+            entry(&notes, vec![], &["notes.txt"], true),
+        ]);
+        assert!(!root.join("new").exists());
+        assert!(wrote.join(LOCK_FILE).is_file() && wrote.join("checkpoint.cbor").is_file());
+        assert!(earlier.join(LOCK_FILE).is_file());
+        assert!(notes.join("notes.txt").is_file() && !notes.join(LOCK_FILE).exists());
+        // Refused before it took the folder (in use, or not a folder): the folders it made
+        // that are empty, no more.
+        let parent = made("made/for", &[], false);
+        unmake(vec![Made {
+            dir: parent.join("file/run"),
+            folders: vec![root.join("made"), parent.clone()],
+            found: None,
+        }]);
+        assert!(!root.join("made").exists());
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
