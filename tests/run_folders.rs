@@ -94,6 +94,8 @@ fn force_replaces_the_runs_own_files_and_keeps_the_others() {
     let joint = root.join("joint");
     let live = joint.join("sgld");
     std::fs::create_dir_all(&live).unwrap();
+    // A finished sampler's run beside it: nothing goes before every own folder is taken.
+    let finished = occupied(&joint.join("psgld"));
     let lock = std::fs::File::create(live.join(".sgmcmc.lock")).unwrap();
     lock.lock().unwrap();
     let j = joint.to_str().unwrap();
@@ -112,6 +114,11 @@ fn force_replaces_the_runs_own_files_and_keeps_the_others() {
         live.join(".sgmcmc.lock").is_file(),
         "--force deleted a live run"
     );
+    let finished: Vec<_> = std::fs::read_dir(&finished)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(finished, ["notes.txt"], "a refused --force changed a run");
     drop(lock);
     let _ = std::fs::remove_dir_all(root);
 }

@@ -2,7 +2,8 @@
 //! files with an earlier run's.
 //!
 //! [`lock_run_dir`] takes an advisory lock on `dir/.sgmcmc.lock`, held until the process exits
-//! (released by the system if it dies); [`fresh_run_dir`] also refuses a folder that holds
+//! (released by the system if it dies) or a failed command takes back the folder
+//! ([`unmake_empty_run_dirs`]); [`fresh_run_dir`] also refuses a folder that holds
 //! anything unless asked to replace the files the command writes. Refusals are
 //! [`RunError::Setting`] (the folder is in use, or not empty without `force`) or
 //! [`RunError::Input`] (not a folder, not writable).
@@ -38,7 +39,7 @@ impl Lock {
     }
 }
 
-/// The run folders this process holds locked (until it exits).
+/// The run folders this process holds locked (until it exits, or takes the folder back).
 static LOCKS: Mutex<Vec<(PathBuf, fs::File)>> = Mutex::new(Vec::new());
 
 /// The run folders [`fresh_run_dir`] was asked for since [`keep_made_run_dirs`], newest last,
@@ -68,7 +69,7 @@ pub fn lock_run_dir(dir: &Path) -> Result<Lock, RunError> {
     if !dir.is_dir() {
         return Ok(Lock::Held);
     }
-    lock_dir(dir).map(|(lock, _)| lock)
+    lock_dir(dir).map(|taken| taken.map_or(Lock::Held, |(lock, _)| lock))
 }
 
 /// The folder `dir`, as the locks name it.
@@ -76,13 +77,13 @@ fn canonical(dir: &Path) -> PathBuf {
     fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
-/// [`lock_run_dir`] of a folder that must exist; with the lock, whether this call created the
-/// lock file.
-fn lock_dir(dir: &Path) -> Result<(Lock, bool), RunError> {
+/// [`lock_run_dir`] of a folder that must exist: the lock and whether this call created the
+/// lock file, or `None` for a folder this process held already.
+fn lock_dir(dir: &Path) -> Result<Option<(Lock, bool)>, RunError> {
     let key = canonical(dir);
     let mut held = LOCKS.lock().unwrap_or_else(PoisonError::into_inner);
     if held.iter().any(|(p, _)| *p == key) {
-        return Ok((Lock::Held, false));
+        return Ok(None);
     }
     let path = dir.join(LOCK_FILE);
     // A lock taken on a file another run removed meanwhile (one taking back a folder it made)
@@ -92,7 +93,7 @@ fn lock_dir(dir: &Path) -> Result<(Lock, bool), RunError> {
         match file.try_lock() {
             Ok(()) if is_at(&file, &path) => {
                 held.push((key, file));
-                return Ok((Lock::Held, created));
+                return Ok(Some((Lock::Held, created)));
             }
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => {
@@ -107,7 +108,7 @@ fn lock_dir(dir: &Path) -> Result<(Lock, bool), RunError> {
                     "warning: cannot lock {} ({e}); nothing keeps another run out of this folder",
                     path.display()
                 );
-                return Ok((Lock::Unguarded(warning), created));
+                return Ok(Some((Lock::Unguarded(warning), created)));
             }
         }
     }
@@ -210,7 +211,14 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             found: None,
         });
     create_run_dir(dir)?;
-    let (lock, created) = lock_dir(dir)?;
+    let (lock, created) = lock_dir(dir)?.unwrap_or((Lock::Held, false));
+    let found = |entries: &[OsString]| {
+        let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(m) = made.iter_mut().rev().find(|m| m.dir == dir) {
+            m.found = Some((entries.to_vec(), created));
+        }
+    };
+    found(&[]);
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries
             .map(|e| e.map(|e| e.file_name()))
@@ -231,11 +239,7 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             )));
         }
     };
-    let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(m) = made.iter_mut().rev().find(|m| m.dir == dir) {
-        m.found = Some((entries.clone(), created));
-    }
-    drop(made);
+    found(&entries);
     if !entries.is_empty() && !force {
         return Err(RunError::Setting(format!(
             "output folder {} is not empty; pass --force to replace the earlier run's files \
@@ -243,24 +247,44 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             dir.display()
         )));
     }
-    for name in entries {
-        let path = dir.join(&name);
-        if !is_own(&name.to_string_lossy(), own) {
-            continue;
+    let ours: Vec<PathBuf> = entries
+        .iter()
+        .filter(|name| is_own(&name.to_string_lossy(), own))
+        .map(|name| dir.join(name))
+        .collect();
+    // A folder of the command's own may be a live run's (one sampler's of a joint run): every
+    // one is taken before anything is deleted, and a link is removed, never followed.
+    let is_folder = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let mut taken = Vec::new();
+    // Lets go of the folders taken, and takes back the lock files this made in them.
+    let give_back = |taken: &[(PathBuf, PathBuf, bool)]| {
+        for (key, lock, created) in taken {
+            let file = release(key);
+            if *created {
+                let _ = fs::remove_file(lock);
+            }
+            drop(file);
         }
+    };
+    for path in ours.iter().filter(|p| is_folder(p)) {
+        match lock_dir(path) {
+            Ok(Some((_, created))) => taken.push((canonical(path), path.join(LOCK_FILE), created)),
+            Ok(None) => {}
+            Err(e) => {
+                give_back(&taken);
+                return Err(e);
+            }
+        }
+    }
+    for path in &ours {
         let removed = if path.is_dir() {
-            // A folder of the command's own may be a live run's (one sampler's of a joint
-            // run): it is taken first.
-            let _unguarded = lock_run_dir(&path)?;
-            let key = canonical(&path);
-            let removed = fs::remove_dir_all(&path);
-            drop(release(&key));
-            removed
+            fs::remove_dir_all(path)
         } else {
-            fs::remove_file(&path)
+            fs::remove_file(path)
         };
         removed.map_err(|e| RunError::Input(format!("cannot remove {}: {e}", path.display())))?;
     }
+    give_back(&taken);
     create_run_dir(dir)?;
     let probe = dir.join(".sgmcmc-write-test");
     write_atomic(&probe, b"")
@@ -318,9 +342,8 @@ pub fn keep_made_run_dirs() {
 /// holds (a run refused as "in use" never took the folder). For a process that runs one
 /// command at a time, as the `sgmcmc` binary does.
 pub fn unmake_empty_run_dirs() {
-    unmake(std::mem::take(
-        &mut *MADE.lock().unwrap_or_else(PoisonError::into_inner),
-    ));
+    let made = std::mem::take(&mut *MADE.lock().unwrap_or_else(PoisonError::into_inner));
+    unmake(made);
 }
 
 /// [`unmake_empty_run_dirs`] of `made`.
@@ -451,6 +474,27 @@ mod tests {
         }]);
         assert!(!root.join("made").exists());
         fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn force_removes_a_link_of_its_own_and_keeps_the_folder_locked() {
+        let dir = std::env::temp_dir().join(format!("sgmcmc-force-link-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(".", dir.join("sgld")).unwrap();
+        fs::write(dir.join("summary.json"), "{}").unwrap();
+        let own = ["sgld", "summary.json"];
+        assert!(matches!(fresh_run_dir(&dir, true, &own), Ok(Lock::Held)));
+        assert!(fs::symlink_metadata(dir.join("sgld")).is_err() && dir.is_dir());
+        // Another open file of the lock (as another process would have) cannot take it.
+        let other = fs::File::open(dir.join(LOCK_FILE)).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(fs::TryLockError::WouldBlock)
+        ));
+        drop(release(&canonical(&dir)));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
