@@ -163,6 +163,18 @@ fn is_at(_: &fs::File, path: &Path) -> bool {
     path.is_file()
 }
 
+/// Lets go of the lock this process holds on the folder `key` ([`canonical`]) and, when it
+/// `created` the lock file `lock`, removes the file: while the lock is held, so no other run
+/// takes the folder first, or once closed where an open file cannot be removed.
+fn give_back(key: &Path, lock: &Path, created: bool) {
+    let file = release(key);
+    let removed = !created || fs::remove_file(lock).is_ok();
+    drop(file);
+    if !removed {
+        let _ = fs::remove_file(lock);
+    }
+}
+
 /// Lets go of the lock this process holds on the folder `key` ([`canonical`]), handing back
 /// its file (the lock lasts while it is open).
 fn release(key: &Path) -> Option<fs::File> {
@@ -256,14 +268,9 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
     // one is taken before anything is deleted, and a link is removed, never followed.
     let is_folder = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     let mut taken = Vec::new();
-    // Lets go of the folders taken, and takes back the lock files this made in them.
-    let give_back = |taken: &[(PathBuf, PathBuf, bool)]| {
+    let give_back_all = |taken: &[(PathBuf, PathBuf, bool)]| {
         for (key, lock, created) in taken {
-            let file = release(key);
-            if *created {
-                let _ = fs::remove_file(lock);
-            }
-            drop(file);
+            give_back(key, lock, *created);
         }
     };
     for path in ours.iter().filter(|p| is_folder(p)) {
@@ -271,7 +278,7 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
             Ok(Some((_, created))) => taken.push((canonical(path), path.join(LOCK_FILE), created)),
             Ok(None) => {}
             Err(e) => {
-                give_back(&taken);
+                give_back_all(&taken);
                 return Err(e);
             }
         }
@@ -284,7 +291,7 @@ pub fn fresh_run_dir(dir: &Path, force: bool, own: &[&str]) -> Result<Lock, RunE
         };
         removed.map_err(|e| RunError::Input(format!("cannot remove {}: {e}", path.display())))?;
     }
-    give_back(&taken);
+    give_back_all(&taken);
     create_run_dir(dir)?;
     let probe = dir.join(".sgmcmc-write-test");
     write_atomic(&probe, b"")
@@ -365,15 +372,7 @@ fn unmake(made: Vec<Made>) {
                 continue;
             }
             if *created {
-                // The file goes while its lock is held, so no other run takes the folder
-                // first; where an open file cannot be removed, it goes once closed.
-                let lock = dir.join(LOCK_FILE);
-                let file = release(&canonical(dir));
-                let removed = fs::remove_file(&lock);
-                drop(file);
-                if removed.is_err() {
-                    let _ = fs::remove_file(&lock);
-                }
+                give_back(&canonical(dir), &dir.join(LOCK_FILE), true);
             }
         }
         for d in folders.iter().rev() {

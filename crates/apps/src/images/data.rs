@@ -58,31 +58,31 @@ fn first(set: Images, limit: usize) -> Images {
 /// Training and test images of `name` under `dir`: in `dir/name` (where `sgmcmc data fetch`
 /// puts them) or, for CIFAR, in `dir` itself; a failure names the set and how to fetch it.
 fn read(dir: &Path, name: &str) -> Result<(Images, Images), AppError> {
-    let read_in = |folder: &Path| -> Result<(Images, Images), DataError> {
-        Ok(match name {
-            "mnist" | "fashion-mnist" => {
-                let d = ImageData::load(folder)?;
-                (Images::from(d.train), Images::from(d.test))
-            }
-            "cifar10" => {
-                let d = Cifar10::load(folder)?;
-                (d.train, d.test)
-            }
-            "cifar100" => {
-                let d = Cifar100::load(folder)?;
-                (d.train.fine, d.test.fine)
-            }
-            _ => {
-                let d = Svhn::load(folder)?;
-                (d.train, d.test)
-            }
-        })
-    };
     // `DIR/NAME`, where `sgmcmc data fetch` writes it, or for CIFAR `DIR` itself when it holds
     // the set's files (as its archive unpacks); with neither, the error names `DIR/NAME`.
     let own = dir.join(name);
     let flat = name.starts_with("cifar") && !own.is_dir() && holds_cifar(dir, name);
-    let read = || read_in(if flat { dir } else { &own });
+    let folder = if flat { dir.to_path_buf() } else { own };
+    let read = || -> Result<(Images, Images), DataError> {
+        Ok(match name {
+            "mnist" | "fashion-mnist" => {
+                let d = ImageData::load(&folder)?;
+                (Images::from(d.train), Images::from(d.test))
+            }
+            "cifar10" => {
+                let d = Cifar10::load(&folder)?;
+                (d.train, d.test)
+            }
+            "cifar100" => {
+                let d = Cifar100::load(&folder)?;
+                (d.train.fine, d.test.fine)
+            }
+            _ => {
+                let d = Svhn::load(&folder)?;
+                (d.train, d.test)
+            }
+        })
+    };
     match name {
         "synthetic" => Ok((synthetic(64, 1), synthetic(32, 2))),
         "mnist" | "fashion-mnist" | "cifar10" | "cifar100" | "svhn" => read().map_err(|e| {
